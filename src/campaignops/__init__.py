@@ -1,0 +1,5 @@
+"""campaignops: GitOps for compute campaigns."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

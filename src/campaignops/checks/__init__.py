@@ -1,0 +1,1 @@
+"""Check families: one module each, registered in registry.py."""

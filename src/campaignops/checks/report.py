@@ -1,0 +1,70 @@
+"""Formatting a Report for people (text), GitHub Actions (annotations) and tools (JSON)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+
+from campaignops.checks.finding import Finding
+from campaignops.checks.registry import Report
+
+PathMap = Callable[[str], str]
+
+
+def _text(report: Report, display: PathMap) -> str:
+    lines: list[str] = []
+    for f in report.findings:
+        lines.append(f"{display(f.path)}:{f.line}:{f.col}: {f.id} {f.message}")
+        lines.append(f"  hint: {f.hint}")
+    if report.findings:
+        files = len({f.path for f in report.findings})
+        noun = "finding" if len(report.findings) == 1 else "findings"
+        lines.append(f"{len(report.findings)} {noun} in {files} file{'s' if files > 1 else ''}.")
+    return "\n".join(lines)
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github_line(f: Finding, display: PathMap) -> str:
+    props = ",".join(
+        f"{k}={_escape_property(v)}"
+        for k, v in (
+            ("file", display(f.path)),
+            ("line", str(f.line)),
+            ("col", str(f.col)),
+            ("title", f.id),
+        )
+    )
+    return f"::error {props}::{_escape_data(f'{f.id} {f.message} (hint: {f.hint})')}"
+
+
+def _github(report: Report, display: PathMap) -> str:
+    return "\n".join(_github_line(f, display) for f in report.findings)
+
+
+def _json(report: Report, display: PathMap) -> str:
+    payload = {
+        "findings": [{**f.as_dict(), "path": display(f.path)} for f in report.findings],
+        "errors": [
+            {"path": display(p.path), "message": p.message, "hint": p.hint}
+            for p in report.problems
+        ],
+    }
+    return json.dumps(payload, indent=2)
+
+
+FORMATTERS: Mapping[str, Callable[[Report, PathMap], str]] = {
+    "text": _text,
+    "github": _github,
+    "json": _json,
+}
+
+
+def render(report: Report, *, fmt: str, display: PathMap) -> str:
+    return FORMATTERS[fmt](report, display)

@@ -1,0 +1,115 @@
+"""Reading campaign files safely: inside the campaign, bounded in size, text where text is due.
+
+Every check reads through one FileReader so hostile input is handled in one place: a symlink that
+leaves the campaign is not followed, a file over MAX_BYTES is refused, a file with NUL bytes or
+invalid UTF-8 is refused as text. Each refusal is kept as an InputError (the CLI exits 2 and names
+the file) while the other files are still checked.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from campaignops import yamldoc
+from campaignops.errors import InputError, YamlSyntaxError
+
+MAX_BYTES = 16 * 1024 * 1024
+
+
+class FileReader:
+    """Memoising reader rooted at a campaign directory; collects problems instead of raising."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.problems: dict[str, InputError] = {}
+        self._bytes: dict[str, bytes | None] = {}
+        self._yaml: dict[str, tuple[Any, YamlSyntaxError | None] | None] = {}
+
+    def _refuse(self, rel: str, message: str, hint: str) -> None:
+        self.problems.setdefault(rel, InputError(path=rel, message=message, hint=hint))
+
+    def exists(self, rel: str) -> bool:
+        return os.path.lexists(self.root / rel)
+
+    def inside(self, rel: str) -> bool:
+        """True when ``rel`` resolves (through any symlinks) to a place inside the campaign."""
+        target = (self.root / rel).resolve()
+        return target == self.root or self.root in target.parents
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        if rel in self._bytes:
+            return self._bytes[rel]
+        data = self._load(rel)
+        self._bytes[rel] = data
+        return data
+
+    def _load(self, rel: str) -> bytes | None:
+        path = self.root / rel
+        if not self.inside(rel):
+            self._refuse(
+                rel,
+                f"symlink to {path.readlink() if path.is_symlink() else path.resolve()}, "
+                "outside the campaign; not followed",
+                "keep campaign files inside the repository (copy the file in, or exclude it)",
+            )
+            return None
+        try:
+            if not path.is_file():
+                self._refuse(rel, "not a regular file", "pass files, not directories")
+                return None
+            size = path.stat().st_size
+            if size > MAX_BYTES:
+                self._refuse(
+                    rel,
+                    f"file is {size / 2**20:.1f} MiB; campaign files are limited to "
+                    f"{MAX_BYTES // 2**20} MiB",
+                    "this is not a campaign file: move data out of the checked paths",
+                )
+                return None
+            return path.read_bytes()
+        except FileNotFoundError:
+            self._refuse(rel, "no such file", "check the path")
+        except OSError as exc:
+            self._refuse(rel, f"cannot read: {exc.strerror}", "check permissions")
+        return None
+
+    def read_text(self, rel: str) -> str | None:
+        """UTF-8 text with a leading BOM removed (EOL reports BOMs), or None if refused."""
+        data = self.read_bytes(rel)
+        if data is None:
+            return None
+        if b"\x00" in data:
+            self._refuse(rel, "binary file (contains NUL bytes)", "campaign files are text")
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            self._refuse(
+                rel,
+                f"invalid UTF-8 at line {line} (byte offset {exc.start})",
+                "re-save the file as UTF-8",
+            )
+            return None
+        return text.removeprefix("\ufeff")
+
+    def read_yaml(self, rel: str) -> tuple[Any, YamlSyntaxError | None] | None:
+        """``(data, None)``, ``(None, syntax_error)``, or None when the file was refused."""
+        if rel in self._yaml:
+            return self._yaml[rel]
+        text = self.read_text(rel)
+        result: tuple[Any, YamlSyntaxError | None] | None
+        if text is None:
+            result = None
+        else:
+            try:
+                result = (yamldoc.load(text, path=rel), None)
+            except YamlSyntaxError as exc:
+                result = (None, exc)
+            except InputError as exc:
+                self.problems.setdefault(rel, exc)
+                result = None
+        self._yaml[rel] = result
+        return result

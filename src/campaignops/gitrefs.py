@@ -1,0 +1,67 @@
+"""Reading files as they were at a git ref, for the append-only rules (``--base REF``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from campaignops.errors import GitError
+
+
+def _repo(root: Path):  # type: ignore[no-untyped-def]
+    import git  # GitPython's import is slow: only pay for it when --base is used
+
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitError(
+            message=f"{root} is not inside a git repository",
+            hint="--base needs a git repository; drop --base or run inside the repository",
+        ) from None
+
+
+def show(root: Path, *, ref: str, rel: str) -> bytes | None:
+    """Contents of ``rel`` (relative to the campaign root) at ``ref``; None if absent there."""
+    import git
+
+    repo = _repo(root)
+    try:
+        commit = repo.commit(ref)
+    except (git.BadName, ValueError, git.GitCommandError):
+        raise GitError(
+            message=f"--base {ref}: no such commit or ref",
+            hint="fetch the base branch first (e.g. git fetch origin main) or pass a commit",
+        ) from None
+    top = Path(repo.working_tree_dir or root).resolve()
+    path = (root.resolve() / rel).relative_to(top).as_posix()
+    try:
+        blob = commit.tree / path
+    except KeyError:
+        return None
+    data: bytes = blob.data_stream.read()
+    return data
+
+
+def list_files(root: Path, *, ref: str) -> list[str]:
+    """Every file path at ``ref`` under the campaign root, relative to that root."""
+    import git
+
+    repo = _repo(root)
+    try:
+        commit = repo.commit(ref)
+    except (git.BadName, ValueError, git.GitCommandError):
+        raise GitError(
+            message=f"--base {ref}: no such commit or ref",
+            hint="fetch the base branch first (e.g. git fetch origin main) or pass a commit",
+        ) from None
+    top = Path(repo.working_tree_dir or root).resolve()
+    prefix = root.resolve().relative_to(top).as_posix()
+    out: list[str] = []
+    for item in commit.tree.traverse():
+        if item.type != "blob":
+            continue
+        p = str(item.path)
+        if prefix in ("", "."):
+            out.append(p)
+        elif p.startswith(prefix + "/"):
+            out.append(p[len(prefix) + 1 :])
+    return sorted(out)

@@ -1,0 +1,73 @@
+"""The policy (campaign.yaml) as a typed record, tolerant of invalid input.
+
+POLICY checks report what is wrong with the file; everything else still needs *a* policy to run,
+so values that are missing or of the wrong type fall back to the documented defaults here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from campaignops import layout
+
+DEFAULT_STALE_AFTER_MONTHS = 6
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str = ""
+    backends: tuple[str, ...] = ()
+    smoke_backend: str | None = None
+    notify_email: str | None = None
+    stale_after_months: int = DEFAULT_STALE_AFTER_MONTHS
+    require_pushed: bool = True
+    max_parallel: int | None = None
+    globs: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
+    )
+    found: bool = False
+
+
+def _str_list(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def from_data(data: Any, *, found: bool = True) -> Policy:
+    """Build a Policy from parsed YAML, using defaults wherever a value is unusable."""
+    if not isinstance(data, dict):
+        return Policy(found=found)
+    globs = dict(layout.DEFAULT_GLOBS)
+    paths = data.get("paths")
+    if isinstance(paths, dict):
+        for kind in layout.CONFIGURABLE:
+            value = _str_list(paths.get(kind))
+            if value is not None:
+                globs[kind] = value
+    stale = data.get("stale_after_months")
+    stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
+    max_parallel = stages.get("max_parallel") if isinstance(stages, dict) else None
+    name = data.get("name")
+    notify = data.get("notify_email")
+    smoke = data.get("smoke_backend")
+    return Policy(
+        name=name if isinstance(name, str) else "",
+        backends=_str_list(data.get("backends")) or (),
+        smoke_backend=smoke if isinstance(smoke, str) else None,
+        notify_email=notify if isinstance(notify, str) else None,
+        stale_after_months=(
+            stale
+            if isinstance(stale, int) and not isinstance(stale, bool) and stale > 0
+            else DEFAULT_STALE_AFTER_MONTHS
+        ),
+        require_pushed=data.get("require_pushed") is not False,
+        max_parallel=(max_parallel if isinstance(max_parallel, int) and max_parallel > 0 else None),
+        globs=MappingProxyType(globs),
+        found=found,
+    )

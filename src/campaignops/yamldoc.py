@@ -1,0 +1,143 @@
+"""YAML in two speeds: a C-loader fast path, and a round-trip loader only to locate a node.
+
+The fast path keeps every scalar JSON-shaped (no timestamp resolution, so ``2026-06-01`` stays a
+string as it would in JSON), refuses duplicate keys (PyYAML silently keeps the last one), and
+refuses documents whose aliases expand past a node budget or that nest too deeply, because the
+validators walk the expanded tree and a billion-laughs file would otherwise hang them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import yaml
+
+from campaignops.errors import InputError, YamlSyntaxError
+
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _JsonLoader(_Base):  # type: ignore[valid-type,misc]
+    """Safe loader without timestamp resolution and with duplicate-key detection."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Hashable, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            if isinstance(key, Hashable):
+                seen[key] = key_node
+        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return result
+
+
+_JsonLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _Base.yaml_implicit_resolvers.items()
+}
+_JsonLoader.add_constructor(
+    "tag:yaml.org,2002:map",
+    _JsonLoader.construct_mapping,  # type: ignore[arg-type]
+)
+
+
+def load(text: str, *, path: str) -> Any:
+    """Parse one YAML document from ``text``. Raises YamlSyntaxError or InputError (hostile)."""
+    try:
+        data = yaml.load(text, Loader=_JsonLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise YamlSyntaxError(path=path, line=line, col=col, problem=problem) from None
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(path=path, line=1, col=1, problem=str(exc)) from None
+    except RecursionError:
+        raise InputError(
+            path=path,
+            message=f"YAML nests deeper than this tool accepts ({MAX_DEPTH} levels)",
+            hint="flatten the document; campaign files never need deep nesting",
+        ) from None
+    _measure(data, path=path)
+    return data
+
+
+def _measure(data: Any, *, path: str) -> None:
+    """Count nodes as the validators will see them (aliases expanded) without expanding them."""
+    sizes: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[tuple[Any, int, bool]] = [(data, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        key = id(node)
+        if children_done:
+            kids = node.values() if isinstance(node, dict) else node
+            sizes[key] = 1 + sum(sizes.get(id(k), 1) for k in kids)
+            on_stack.discard(key)
+            if sizes[key] > MAX_NODES:
+                raise InputError(
+                    path=path,
+                    message=f"YAML expands to more than {MAX_NODES:,} nodes (alias bomb?)",
+                    hint="remove the nested aliases; write the values out",
+                )
+            continue
+        if key in on_stack:
+            raise InputError(
+                path=path,
+                message="YAML contains a recursive alias (a node that includes itself)",
+                hint="remove the self-referencing anchor",
+            )
+        if key in sizes:
+            continue
+        if depth > MAX_DEPTH:
+            raise InputError(
+                path=path,
+                message=f"YAML nests deeper than this tool accepts ({MAX_DEPTH} levels)",
+                hint="flatten the document; campaign files never need deep nesting",
+            )
+        on_stack.add(key)
+        stack.append((node, depth, True))
+        kids = node.values() if isinstance(node, dict) else node
+        stack.extend((k, depth + 1, False) for k in kids)
+
+
+def locate(text: str, where: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+    """1-based line:col of the node at ``where`` (or of its key), via ruamel's round-trip loader.
+
+    Only called for files that already failed a check, so the slow loader stays off the fast path.
+    Falls back to the deepest node it could reach.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    try:
+        node: Any = YAML(typ="rt", pure=True).load(text)
+    except Exception:  # ruamel disagrees with libyaml on some edge: point at the top
+        return (1, 1)
+    pos = (1, 1)
+    for i, step in enumerate(where):
+        last = i == len(where) - 1
+        try:
+            if isinstance(node, CommentedMap) and step in node:
+                line, col = node.lc.key(step) if (key and last) else node.lc.value(step)
+            elif isinstance(node, CommentedSeq) and isinstance(step, int) and step < len(node):
+                line, col = node.lc.item(step)
+            else:
+                break
+        except (KeyError, IndexError, TypeError, AttributeError):
+            break
+        pos = (line + 1, col + 1)
+        node = node[step]
+    return pos
