@@ -48,8 +48,10 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(text, file=out)
     if args.format != "json":
         for problem in result.problems:
-            print(f"campaign: error: {display(problem.path)}: "
-                  f"{problem.message.split(': ', 1)[-1]}", file=err)
+            print(
+                f"campaign: error: {display(problem.path)}: {problem.message.split(': ', 1)[-1]}",
+                file=err,
+            )
             if problem.hint:
                 print(f"  hint: {problem.hint}", file=err)
     if result.problems:
@@ -108,18 +110,42 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     chk.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check")
-    chk.add_argument("--select", action="append", default=[], metavar="ID[,ID…]",
-                     help="only these families (MAN) or IDs (MAN003); repeat or comma-separate")
-    chk.add_argument("--ignore", action="append", default=[], metavar="ID[,ID…]",
-                     help="skip these families or IDs; repeat or comma-separate")
-    chk.add_argument("--base", metavar="REF",
-                     help="git ref to compare against for append-only rules (lock, queues)")
-    chk.add_argument("--fix", action="store_true",
-                     help="rewrite what can be fixed safely (line endings, BOMs, .gitattributes)")
-    chk.add_argument("--today", type=_date, metavar="YYYY-MM-DD",
-                     help="the date stamps are aged against (default: today)")
-    chk.add_argument("--format", choices=sorted(report.FORMATTERS), default="text",
-                     help="text (default), github (workflow annotations), json (for tools)")
+    chk.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="ID[,ID…]",
+        help="only these families (MAN) or IDs (MAN003); repeat or comma-separate",
+    )
+    chk.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ID[,ID…]",
+        help="skip these families or IDs; repeat or comma-separate",
+    )
+    chk.add_argument(
+        "--base",
+        metavar="REF",
+        help="git ref to compare against for append-only rules (lock, queues)",
+    )
+    chk.add_argument(
+        "--fix",
+        action="store_true",
+        help="rewrite what can be fixed safely (line endings, BOMs, .gitattributes)",
+    )
+    chk.add_argument(
+        "--today",
+        type=_date,
+        metavar="YYYY-MM-DD",
+        help="the date stamps are aged against (default: today)",
+    )
+    chk.add_argument(
+        "--format",
+        choices=sorted(report.FORMATTERS),
+        default="text",
+        help="text (default), github (workflow annotations), json (for tools)",
+    )
     chk.set_defaults(handler=_check)
 
     lck = sub.add_parser(
@@ -137,12 +163,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild the generated blocks (views) in the campaign's Markdown files",
         description="Rebuild every <!-- campaign:begin NAME --> block from its source.",
     )
-    rnd.add_argument("--check", action="store_true",
-                     help="write nothing; list out-of-sync files and exit 1 if any")
+    rnd.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; list out-of-sync files and exit 1 if any",
+    )
     rnd.set_defaults(handler=_render)
 
-    lst = sub.add_parser("checks", help="list check families and IDs",
-                         description="List every check family and ID with its message.")
+    lst = sub.add_parser(
+        "checks",
+        help="list check families and IDs",
+        description="List every check family and ID with its message.",
+    )
     lst.set_defaults(handler=_list_checks)
     return parser
 
@@ -158,4 +190,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
-

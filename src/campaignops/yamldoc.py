@@ -113,31 +113,46 @@ def _measure(data: Any, *, path: str) -> None:
         stack.extend((k, depth + 1, False) for k in kids)
 
 
-def locate(text: str, where: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
-    """1-based line:col of the node at ``where`` (or of its key), via ruamel's round-trip loader.
+class Locator:
+    """Finds 1-based line:col of nodes, via ruamel's round-trip loader, parsed once on first use.
 
-    Only called for files that already failed a check, so the slow loader stays off the fast path.
-    Falls back to the deepest node it could reach.
+    Only built for files that already failed a check, so the slow loader stays off the fast path.
+    A path that does not exist resolves to the deepest node reached.
     """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-    try:
-        node: Any = YAML(typ="rt", pure=True).load(text)
-    except Exception:  # ruamel disagrees with libyaml on some edge: point at the top
-        return (1, 1)
-    pos = (1, 1)
-    for i, step in enumerate(where):
-        last = i == len(where) - 1
-        try:
-            if isinstance(node, CommentedMap) and step in node:
-                line, col = node.lc.key(step) if (key and last) else node.lc.value(step)
-            elif isinstance(node, CommentedSeq) and isinstance(step, int) and step < len(node):
-                line, col = node.lc.item(step)
-            else:
+    def __init__(self, text: str, *, line_offset: int = 0) -> None:
+        self._text = text
+        self._offset = line_offset
+        self._doc: Any = None
+        self._loaded = False
+
+    def _load(self) -> Any:
+        if not self._loaded:
+            from ruamel.yaml import YAML
+
+            self._loaded = True
+            try:
+                self._doc = YAML(typ="rt", pure=True).load(self._text)
+            except Exception:  # ruamel disagrees with libyaml on some edge: point at the top
+                self._doc = None
+        return self._doc
+
+    def at(self, where: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+        from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+        node: Any = self._load()
+        pos = (1, 1)
+        for i, step in enumerate(where):
+            last = i == len(where) - 1
+            try:
+                if isinstance(node, CommentedMap) and step in node:
+                    line, col = node.lc.key(step) if (key and last) else node.lc.value(step)
+                elif isinstance(node, CommentedSeq) and isinstance(step, int) and step < len(node):
+                    line, col = node.lc.item(step)
+                else:
+                    break
+            except (KeyError, IndexError, TypeError, AttributeError):
                 break
-        except (KeyError, IndexError, TypeError, AttributeError):
-            break
-        pos = (line + 1, col + 1)
-        node = node[step]
-    return pos
+            pos = (line + 1, col + 1)
+            node = node[step]
+        return (pos[0] + self._offset, pos[1])

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import posixpath
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+from campaignops import manifest, schema
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.yamldoc import Locator
 
 FAMILY = "MAN"
 SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends"
@@ -17,7 +21,7 @@ CODES = code_table(
     ),
     Code(
         id="MAN002",
-        message="duplicate target id {target!r} (first defined at line {first_line})",
+        message="duplicate target id {target!r} ({origin})",
         hint="give every target a unique id; for grids, put every grid key in template.id",
     ),
     Code(
@@ -51,6 +55,11 @@ CODES = code_table(
         hint='fix the syntax; in flow mappings quote placeholders: {{seed: "${{seed}}"}}',
     ),
     Code(
+        id="MAN010",
+        message="duplicate phase name {phase!r} (first at line {first_line})",
+        hint="give every phase a unique name: depends_on refers to phases by name",
+    ),
+    Code(
         id="MAN009",
         message="grid expands to {count:,} targets, more than the {limit:,} this check expands",
         hint="split the grid into several manifests or phases",
@@ -59,5 +68,127 @@ CODES = code_table(
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Not implemented yet."""
-    return iter(())
+    authorized = set(ctx.policy.backends) if ctx.policy.found else None
+    for rel, data, syntax in ctx.yamls("manifests"):
+        if syntax is not None:
+            yield CODES["MAN008"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
+            continue
+        text = ctx.reader.read_text(rel) or ""
+        yield from check_document(rel, data, Locator(text), authorized=authorized)
+
+
+def check_document(
+    rel: str, doc: Any, loc: Locator, *, authorized: set[str] | None
+) -> Iterator[Finding]:
+    """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one."""
+    errors = list(schema.validate(schema.MANIFEST, doc))
+    for err in errors:
+        line, col = loc.at(err.where, key=err.on_key)
+        yield CODES["MAN001"].at(rel, line, col, problem=err.message)
+    if errors:
+        return
+    too_big = False
+    for block in manifest.blocks(doc):
+        size = manifest.grid_size(block.grid)
+        if size > manifest.MAX_TARGETS:
+            too_big = True
+            line, col = loc.at((*block.at, "grid"), key=True)
+            yield CODES["MAN009"].at(rel, line, col, count=size, limit=manifest.MAX_TARGETS)
+        yield from _placeholders(rel, block, loc)
+    yield from _phases(rel, doc, loc)
+    if authorized is not None:
+        yield from _backends(rel, doc, loc, authorized)
+    if not too_big:
+        yield from _targets(rel, doc, loc)
+
+
+def _placeholders(rel: str, block: manifest.Block, loc: Locator) -> Iterator[Finding]:
+    if not block.grid:
+        return
+    where = f" of phase {block.phase!r}" if block.phase else ""
+    reported: set[tuple[str, tuple[str | int, ...]]] = set()
+    for name, sub in manifest.placeholders(block.template):
+        if name in block.grid or manifest.ENV_NAME.match(name) or (name, sub) in reported:
+            continue
+        reported.add((name, sub))
+        line, col = loc.at((*block.at, "template", *sub))
+        yield CODES["MAN003"].at(rel, line, col, name=name, where=where)
+
+
+def _phases(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+    phases = manifest.phases(doc)
+    first: dict[str, manifest.Phase] = {}
+    for ph in phases:
+        if ph.name in first:
+            line, col = loc.at((*ph.at, "name"))
+            first_line, _ = loc.at((*first[ph.name].at, "name"))
+            yield CODES["MAN010"].at(rel, line, col, phase=ph.name, first_line=first_line)
+        else:
+            first[ph.name] = ph
+    known = ", ".join(first) or "none"
+    for ph in phases:
+        for dep in ph.depends_on:
+            if dep not in first:
+                line, col = loc.at((*ph.at, "depends_on"))
+                yield CODES["MAN004"].at(rel, line, col, phase=ph.name, missing=dep, known=known)
+    graph = {name: [d for d in ph.depends_on if d in first] for name, ph in first.items()}
+    cyc = manifest.cycle(graph)
+    if cyc:
+        line, col = loc.at((*first[cyc[0]].at, "depends_on"))
+        yield CODES["MAN005"].at(rel, line, col, cycle=" -> ".join(cyc))
+
+
+def _backends(
+    rel: str, doc: Mapping[str, Any], loc: Locator, authorized: set[str]
+) -> Iterator[Finding]:
+    named: list[tuple[str, tuple[str | int, ...]]] = []
+    if isinstance(doc.get("backend"), str):
+        named.append((doc["backend"], ("backend",)))
+    for block in manifest.blocks(doc):
+        jobs_at = (*block.at, "jobs") if block.phase else ("jobs",)
+        for j, job in enumerate(block.jobs):
+            if isinstance(job.get("backend"), str):
+                named.append((job["backend"], (*jobs_at, j, "backend")))
+    allowed = ", ".join(sorted(authorized)) or "(none)"
+    for backend, where in named:
+        if backend not in authorized:
+            line, col = loc.at(where)
+            yield CODES["MAN007"].at(rel, line, col, backend=backend, authorized=allowed)
+
+
+def _targets(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+    first_id: dict[str, manifest.Target] = {}
+    first_out: dict[str, manifest.Target] = {}
+    # A grid template that collides reports once, not once per colliding cell.
+    dup_reported: set[tuple[str | int, ...]] = set()
+    out_reported: set[tuple[str | int, ...]] = set()
+    for t in manifest.targets(doc):
+        if t.id in first_id and t.id_at not in dup_reported:
+            if t.cell:
+                dup_reported.add(t.id_at)
+            line, col = loc.at(t.id_at)
+            yield CODES["MAN002"].at(
+                rel, line, col, target=t.id, origin=_origin(first_id[t.id], t, loc)
+            )
+        first_id.setdefault(t.id, t)
+        if t.output is None or t.output_at is None:
+            continue
+        out = posixpath.normpath(t.output)
+        if out in first_out and first_out[out].id != t.id and t.output_at not in out_reported:
+            if t.cell:
+                out_reported.add(t.output_at)
+            line, col = loc.at(t.output_at)
+            yield CODES["MAN006"].at(
+                rel, line, col, first=first_out[out].id, second=t.id, output=out
+            )
+        first_out.setdefault(out, t)
+
+
+def _cell(t: manifest.Target) -> str:
+    return ", ".join(f"{k}={v}" for k, v in t.cell.items())
+
+
+def _origin(first: manifest.Target, dup: manifest.Target, loc: Locator) -> str:
+    if first.cell and dup.cell and first.id_at == dup.id_at:
+        return f"grid cells {_cell(first)} and {_cell(dup)} both expand to it"
+    return f"first defined at line {loc.at(first.id_at)[0]}"

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Any
 
+from campaignops import frontmatter, layout, schema, yamldoc
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.yamldoc import Locator
 
 FAMILY = "POLICY"
 SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog"
@@ -39,5 +45,114 @@ CODES = code_table(
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Not implemented yet."""
-    return iter(())
+    if ctx.policy.found:
+        yield from _policy(ctx)
+    for rel in ctx.of(layout.BACKEND):
+        yield from _backend_page(ctx, rel)
+    for rel, data, syntax in ctx.yamls(layout.FAILURES):
+        if syntax is not None:
+            yield CODES["POLICY005"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
+            continue
+        yield from _failures(rel, data, Locator(ctx.reader.read_text(rel) or ""))
+
+
+def _policy(ctx: CheckContext) -> Iterator[Finding]:
+    rel = layout.POLICY_FILE
+    parsed = ctx.reader.read_yaml(rel)
+    if parsed is None:
+        return
+    data, syntax = parsed
+    if syntax is not None:
+        yield CODES["POLICY005"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
+        return
+    loc = Locator(ctx.reader.read_text(rel) or "")
+    for err in schema.validate(schema.POLICY, data):
+        line, col = loc.at(err.where, key=err.on_key)
+        yield CODES["POLICY001"].at(rel, line, col, problem=err.message)
+    # Pages live at backends/<name>.md whatever the backends glob says: names map to files.
+    for i, name in enumerate(ctx.policy.backends):
+        page = f"backends/{name}.md"
+        if not ctx.reader.exists(page):
+            line, col = loc.at(("backends", i))
+            yield CODES["POLICY002"].at(rel, line, col, backend=name, page=page)
+    smoke = ctx.policy.smoke_backend
+    if smoke is not None and smoke not in ctx.policy.backends:
+        line, col = loc.at(("smoke_backend",))
+        yield CODES["POLICY001"].at(
+            rel, line, col, problem=f"smoke_backend {smoke!r} is not one of backends"
+        )
+
+
+def _backend_page(ctx: CheckContext, rel: str) -> Iterator[Finding]:
+    text = ctx.reader.read_text(rel)
+    if text is None:
+        return
+    fm = frontmatter.split(text)
+    if fm is None:
+        yield CODES["POLICY003"].at(
+            rel, 1, 1, problem="no front matter (a leading '---' block of YAML)"
+        )
+        return
+    offset = fm.first_line - 1
+    try:
+        data = yamldoc.load(fm.text, path=rel)
+    except YamlSyntaxError as exc:
+        yield CODES["POLICY003"].at(rel, exc.line + offset, exc.col, problem=exc.problem)
+        return
+    except InputError as exc:
+        ctx.reader.problems.setdefault(rel, exc)
+        return
+    loc = Locator(fm.text, line_offset=offset)
+    errors = list(schema.validate(schema.BACKEND, data))
+    for err in errors:
+        line, col = loc.at(err.where, key=err.on_key)
+        yield CODES["POLICY003"].at(rel, line, col, problem=err.message)
+    stem = PurePosixPath(rel).stem
+    if not errors and isinstance(data, dict) and data.get("platform") != stem:
+        line, col = loc.at(("platform",))
+        yield CODES["POLICY003"].at(
+            rel,
+            line,
+            col,
+            problem=f"platform {data.get('platform')!r} does not match the page name {stem!r}",
+        )
+
+
+def _failures(rel: str, data: Any, loc: Locator) -> Iterator[Finding]:
+    errors = list(schema.validate(schema.FAILURES, data))
+    for err in errors:
+        line, col = loc.at(err.where, key=err.on_key)
+        yield CODES["POLICY004"].at(rel, line, col, problem=err.message)
+    if errors:
+        return
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(data["failures"]):
+        at = ("failures", i)
+        if entry["id"] in seen:
+            line, col = loc.at((*at, "id"))
+            yield CODES["POLICY004"].at(
+                rel,
+                line,
+                col,
+                problem=f"duplicate id {entry['id']!r} (first at line {seen[entry['id']]})",
+            )
+        else:
+            seen[entry["id"]] = loc.at((*at, "id"))[0]
+        compiled: list[re.Pattern[str]] = []
+        for j, pattern in enumerate(entry["matchers"]):
+            try:
+                compiled.append(re.compile(pattern))
+            except re.error as exc:
+                line, col = loc.at((*at, "matchers", j))
+                yield CODES["POLICY004"].at(
+                    rel, line, col, problem=f"matcher {pattern!r} is not a valid regex: {exc}"
+                )
+        for j, sample in enumerate(entry.get("samples") or ()):
+            if compiled and not any(rx.search(sample) for rx in compiled):
+                line, col = loc.at((*at, "samples", j))
+                yield CODES["POLICY004"].at(
+                    rel,
+                    line,
+                    col,
+                    problem=f"sample {sample!r} is matched by none of the entry's matchers",
+                )

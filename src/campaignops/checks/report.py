@@ -52,8 +52,7 @@ def _json(report: Report, display: PathMap) -> str:
     payload = {
         "findings": [{**f.as_dict(), "path": display(f.path)} for f in report.findings],
         "errors": [
-            {"path": display(p.path), "message": p.message, "hint": p.hint}
-            for p in report.problems
+            {"path": display(p.path), "message": p.message, "hint": p.hint} for p in report.problems
         ],
     }
     return json.dumps(payload, indent=2)

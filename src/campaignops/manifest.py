@@ -1,0 +1,185 @@
+"""The manifest model: phases and targets expanded from jobs, grids and templates.
+
+Functions here assume a schema-valid document (the MAN checks validate first) and never run
+anything: expansion is string substitution of ``${name}`` placeholders by grid values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+# ${UPPER_CASE} names that are not grid keys are left to the shell (environment variables).
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+MAX_TARGETS = 100_000
+
+Where = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    id: str
+    phase: str | None
+    args: Mapping[str, Any]
+    cmd: str | None
+    output: str | None
+    cell: Mapping[str, Any]
+    id_at: Where  # YAML path of the node that produced the id
+    output_at: Where | None
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    depends_on: tuple[str, ...]
+    at: Where
+
+
+@dataclass(frozen=True)
+class Block:
+    """One source of targets: top-level jobs, a top-level grid, or a phase."""
+
+    at: Where
+    phase: str | None
+    grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    template: Mapping[str, Any] = field(default_factory=dict)
+    jobs: Sequence[Mapping[str, Any]] = ()
+
+
+def placeholders(value: Any) -> Iterator[tuple[str, Where]]:
+    """Every ``${name}`` inside ``value`` (strings, nested in lists and mappings), with its path."""
+    if isinstance(value, str):
+        for m in PLACEHOLDER.finditer(value):
+            yield m.group(1), ()
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            for name, sub in placeholders(v):
+                yield name, (k, *sub)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            for name, sub in placeholders(v):
+                yield name, (i, *sub)
+
+
+def substitute(value: Any, cell: Mapping[str, Any]) -> Any:
+    """Replace grid placeholders; a string that is exactly one placeholder takes the value's type."""
+    if isinstance(value, str):
+        whole = PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1) in cell:
+            return cell[whole.group(1)]
+        return PLACEHOLDER.sub(
+            lambda m: str(cell[m.group(1)]) if m.group(1) in cell else m.group(0), value
+        )
+    if isinstance(value, Mapping):
+        return {k: substitute(v, cell) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, cell) for v in value]
+    return value
+
+
+def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:
+    return math.prod(len(v) for v in grid.values()) if grid else 0
+
+
+def blocks(doc: Mapping[str, Any]) -> list[Block]:
+    out: list[Block] = []
+    if doc.get("jobs"):
+        out.append(Block(at=("jobs",), phase=None, jobs=doc["jobs"]))
+    if doc.get("grid"):
+        out.append(Block(at=(), phase=None, grid=doc["grid"], template=doc.get("template", {})))
+    for i, ph in enumerate(doc.get("phases") or ()):
+        out.append(
+            Block(
+                at=("phases", i),
+                phase=ph["name"],
+                grid=ph.get("grid") or {},
+                template=ph.get("template") or {},
+                jobs=ph.get("jobs") or (),
+            )
+        )
+    return out
+
+
+def phases(doc: Mapping[str, Any]) -> list[Phase]:
+    out: list[Phase] = []
+    for i, ph in enumerate(doc.get("phases") or ()):
+        dep = ph.get("depends_on")
+        deps = (dep,) if isinstance(dep, str) else tuple(dep or ())
+        out.append(Phase(name=ph["name"], depends_on=deps, at=("phases", i)))
+    return out
+
+
+def _output(mapping: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    for key in ("output", "output_check"):
+        if isinstance(mapping.get(key), str):
+            return mapping[key], key
+    return None, None
+
+
+def targets(doc: Mapping[str, Any]) -> Iterator[Target]:
+    """Every target of the manifest, in document order (grids in row-major order)."""
+    for block in blocks(doc):
+        jobs_at: Where = (*block.at, "jobs") if block.phase else ("jobs",)
+        for j, job in enumerate(block.jobs):
+            out, key = _output(job)
+            yield Target(
+                id=str(job["id"]),
+                phase=block.phase,
+                args=MappingProxyType(dict(job.get("args") or {})),
+                cmd=job.get("cmd"),
+                output=out,
+                cell=MappingProxyType({}),
+                id_at=(*jobs_at, j, "id"),
+                output_at=(*jobs_at, j, key) if key else None,
+            )
+        if not block.grid:
+            continue
+        keys = list(block.grid)
+        tpl_at: Where = (*block.at, "template")
+        out_tpl, out_key = _output(block.template)
+        for values in itertools.product(*(block.grid[k] for k in keys)):
+            cell = dict(zip(keys, values, strict=True))
+            yield Target(
+                id=str(substitute(block.template["id"], cell)),
+                phase=block.phase,
+                args=MappingProxyType(substitute(dict(block.template.get("args") or {}), cell)),
+                cmd=substitute(block.template.get("cmd"), cell),
+                output=substitute(out_tpl, cell) if out_tpl else None,
+                cell=MappingProxyType(cell),
+                id_at=(*tpl_at, "id"),
+                output_at=(*tpl_at, out_key) if out_key else None,
+            )
+
+
+def cycle(graph: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """One dependency cycle as [a, b, …, a], or None. Iterative DFS (no recursion limit)."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for start in graph:
+        if state.get(start):
+            continue
+        path: list[str] = []
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(graph.get(start, ())))]
+        state[start] = 1
+        path.append(start)
+        while stack:
+            node, children = stack[-1]
+            nxt = next(children, None)
+            if nxt is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif nxt not in graph:
+                continue
+            elif state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(graph.get(nxt, ()))))
+    return None

@@ -1,0 +1,77 @@
+"""The shipped JSON Schemas (Draft 2020-12), loaded with importlib.resources, validators cached.
+
+A validator is built once per schema and reused for every file: building one is what makes
+per-file validation slow in tools that rebuild it for each file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+MANIFEST = "manifest"
+POLICY = "policy"
+BACKEND = "backend"
+FAILURES = "failures"
+LEDGER_RECORD = "ledger-record"
+NAMES = (MANIFEST, POLICY, BACKEND, FAILURES, LEDGER_RECORD)
+
+
+@dataclass(frozen=True)
+class SchemaError:
+    """One validation error: where in the document (``where``), and what is wrong."""
+
+    where: tuple[str | int, ...]
+    message: str
+    on_key: bool  # point at the mapping key rather than its value (unknown-key errors)
+
+
+@cache
+def load(name: str) -> dict[str, Any]:
+    text = resources.files("campaignops.schemas").joinpath(f"{name}.schema.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+@cache
+def _validator(name: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(load(name))
+
+
+def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
+    where = tuple(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = set(err.schema.get("properties", {}))
+        extra = [k for k in err.instance if k not in allowed and not str(k).startswith("x-")]
+        if extra:
+            close = difflib.get_close_matches(str(extra[0]), allowed, n=1)
+            known = (
+                f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(sorted(allowed))
+            )
+            return (*where, extra[0]), f"unknown key {extra[0]!r} ({known})", True
+    if err.validator == "required":
+        return where, err.message, False
+    label = ".".join(str(p) for p in where) or "(top level)"
+    return where, f"{label}: {err.message}", False
+
+
+def validate(name: str, data: Any) -> Iterator[SchemaError]:
+    """Errors of ``data`` against schema ``name``; nothing when valid (checked fast first)."""
+    validator = _validator(name)
+    if validator.is_valid(data):
+        return
+    for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        # anyOf/oneOf report a summary; their most relevant sub-error says more.
+        if err.context:
+            from jsonschema.exceptions import best_match
+
+            err = best_match(err.context) or err
+        where, message, on_key = _describe(err)
+        yield SchemaError(where=where, message=message, on_key=on_key)
