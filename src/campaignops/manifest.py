@@ -122,6 +122,12 @@ def _output(mapping: Mapping[str, Any]) -> tuple[str | None, str | None]:
     return None, None
 
 
+def default_id(prefix: object, keys: Sequence[str]) -> str:
+    """The id template of a grid without ``template.id``: every grid key, so cells never collide."""
+    head = prefix if isinstance(prefix, str) and prefix else "cell"
+    return head + "".join(f"_{k}${{{k}}}" for k in keys)
+
+
 def targets(doc: Mapping[str, Any]) -> Iterator[Target]:
     """Every target of the manifest, in document order (grids in row-major order)."""
     for block in blocks(doc):
@@ -142,17 +148,18 @@ def targets(doc: Mapping[str, Any]) -> Iterator[Target]:
             continue
         keys = list(block.grid)
         tpl_at: Where = (*block.at, "template")
+        id_tpl = block.template.get("id") or default_id(block.phase or doc.get("project"), keys)
         out_tpl, out_key = _output(block.template)
         for values in itertools.product(*(block.grid[k] for k in keys)):
             cell = dict(zip(keys, values, strict=True))
             yield Target(
-                id=str(substitute(block.template["id"], cell)),
+                id=str(substitute(id_tpl, cell)),
                 phase=block.phase,
                 args=MappingProxyType(substitute(dict(block.template.get("args") or {}), cell)),
                 cmd=substitute(block.template.get("cmd"), cell),
                 output=substitute(out_tpl, cell) if out_tpl else None,
                 cell=MappingProxyType(cell),
-                id_at=(*tpl_at, "id"),
+                id_at=(*tpl_at, "id") if "id" in block.template else tpl_at,
                 output_at=(*tpl_at, out_key) if out_key else None,
             )
 

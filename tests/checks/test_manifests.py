@@ -1,0 +1,207 @@
+"""MAN: planted defects are caught at the right path:line; clean manifests are silent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SEED_MANIFEST = """\
+project: dllm_distill
+cwd: /home/user/dllm_experiments_torch
+conda: dllm
+# conda_hook: /custom/path/to/conda
+ssh: SJTUServer5
+default_cmd: >
+  python run_pc_distill_exp.py --backbone softmax --lam 0.5
+  --K 500 --L 96 --W 16 --n_steps 30000 --batch_size 128 --lr 1e-4
+
+preconditions:
+  - type: checkpoint_exists
+    path: checkpoints/transformer/pcc_softmax_L96_K500_N{N}_wikitext103.pt
+
+gpus: [0, 1, 2, 3, 4, 5, 6, 7]
+max_parallel: 8
+gpu_free_threshold_mib: 500  # optional
+oom_retry:
+  delay: 120
+  max_attempts: 3
+
+jobs:
+  - id: s200_N64_n50K
+    args: {seed: 200, n_hidden: 64, n_train_subset: 50000, subset_seed: 2024}
+  - id: s200_N128_n50K
+    args: {seed: 200, n_hidden: 128, n_train_subset: 50000, subset_seed: 2024}
+"""
+
+SEED_PHASES = """\
+phases:
+  - name: train_teachers
+    grid:
+      N: [384, 512]
+    template:
+      cmd: python run_pc_exp.py --direction c --backbone softmax --n_hidden ${N}
+      output_check: checkpoints/transformer/pcc_softmax_L96_K500_N${N}_wikitext103.pt
+
+  - name: distill_students
+    depends_on: train_teachers
+    grid:
+      N: [384, 512]
+      seed: [42, 200, 201]
+    template:
+      cmd: python run_pc_distill_exp.py --n_hidden ${N} --seed ${seed}
+      output_check: figures/pcdistill_sw_N${N}_seed${seed}.json
+"""
+
+
+def write(campaign: Path, name: str, text: str) -> str:
+    rel = f"manifests/{name}"
+    (campaign / rel).write_text(text)
+    return rel
+
+
+def man(run, *paths: str):  # type: ignore[no-untyped-def]
+    return run("check", "--select", "MAN", "--format", "json", *paths)
+
+
+def test_clean_fixture_is_silent(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    result = man(run)
+    assert (result.code, result.ids()) == (0, [])
+
+
+@pytest.mark.parametrize("text", [SEED_MANIFEST, SEED_PHASES], ids=["jobs", "phases"])
+def test_experiment_queue_manifests_are_valid_unchanged(campaign: Path, run, text: str) -> None:  # type: ignore[no-untyped-def]
+    # The seed's own formats (jobs with args; phases with grids) must pass as written.
+    rel = write(campaign, "seed.yaml", text.replace("cwd:", "backend: local\ncwd:", 1))
+    result = man(run, rel)
+    assert (result.code, result.ids()) == (0, [])
+
+
+def test_seed_grid_example_with_unquoted_flow_placeholders_is_a_yaml_error(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # `{seed: ${seed}}` is not valid YAML in any parser; we say where and how to quote it.
+    rel = write(campaign, "g.yaml", 'grid:\n  seed: [1]\ntemplate:\n  id: "s${seed}"\n  args: {seed: ${seed}}\n')
+    result = man(run, rel)
+    assert result.where() == [(rel, 5, "MAN008")]
+    assert '"${seed}"' in result.json()["findings"][0]["hint"]
+
+
+def test_schema_error_points_at_the_offending_node(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "bad.yaml", "project: x\nmax_paralel: 3\njobs:\n  - id: a\n    args: {seed: 1}\n  - id: b\n    oops: 1\n")
+    result = man(run, rel)
+    found = result.json()["findings"]
+    assert [(f["line"], f["col"], f["id"]) for f in found] == [(2, 1, "MAN001"), (7, 5, "MAN001")]
+    assert "did you mean 'max_parallel'?" in str(found[0]["message"])
+
+
+def test_wrong_type_points_at_value(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "t.yaml", "jobs:\n  - id: a\nmax_parallel: many\n")
+    result = man(run, rel)
+    f = result.json()["findings"][0]
+    assert (f["line"], f["col"], f["id"]) == (3, 15, "MAN001")
+    assert "max_parallel" in str(f["message"])
+
+
+def test_duplicate_job_id_reported_at_the_duplicate(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "d.yaml", "jobs:\n  - id: a\n  - id: b\n  - id: a\n")
+    result = man(run, rel)
+    assert result.where() == [(rel, 4, "MAN002")]
+    assert "first defined at line 2" in str(result.json()["findings"][0]["message"])
+
+
+def test_grid_template_missing_a_key_collides_once(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "g.yaml", 'grid:\n  N: [1, 2]\n  seed: [1, 2, 3]\ntemplate:\n  id: "n${N}"\n')
+    result = man(run, rel)
+    assert result.where() == [(rel, 5, "MAN002")]
+    assert "seed=1 and N=1, seed=2" in str(result.json()["findings"][0]["message"])
+
+
+def test_undefined_placeholder(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = 'grid:\n  seed: [1]\ntemplate:\n  id: "s${seed}"\n  cmd: run --seed ${sed} --home ${HOME}\n'
+    rel = write(campaign, "p.yaml", text)
+    result = man(run, rel)
+    # ${HOME} is an environment variable (UPPER_CASE, not a grid key): left to the shell.
+    assert result.where() == [(rel, 5, "MAN003")]
+    assert "${sed}" in str(result.json()["findings"][0]["message"])
+
+
+def test_placeholder_in_phase_names_the_phase(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = SEED_PHASES.replace("--seed ${seed}", "--seed ${seeds}")
+    rel = write(campaign, "ph.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 15, "MAN003")]
+    assert "phase 'distill_students'" in str(result.json()["findings"][0]["message"])
+
+
+def test_depends_on_unknown_phase_and_cycle(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "phases:\n"
+        "  - name: a\n    depends_on: b\n    jobs: [{id: a1}]\n"
+        "  - name: b\n    depends_on: [a, nope]\n    jobs: [{id: b1}]\n"
+    )
+    rel = write(campaign, "c.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 3, "MAN005"), (rel, 6, "MAN004")]
+    assert "a -> b -> a" in str(result.json()["findings"][0]["message"])
+
+
+def test_self_dependency_is_a_cycle(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "s.yaml", "phases:\n  - name: a\n    depends_on: a\n    jobs: [{id: x}]\n")
+    assert man(run, rel).where() == [(rel, 3, "MAN005")]
+
+
+def test_shared_output_path(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "jobs:\n"
+        "  - id: a\n    output: out/latest.pth\n"
+        "  - id: b\n    output: out/./latest.pth\n"
+    )
+    rel = write(campaign, "o.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 5, "MAN006")]
+    assert "'a' and 'b'" in str(result.json()["findings"][0]["message"])
+
+
+def test_grid_output_without_cell_key_shares_path(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = 'grid:\n  seed: [1, 2]\ntemplate:\n  id: "s${seed}"\n  output_check: ckpt/latest.pth\n'
+    rel = write(campaign, "go.yaml", text)
+    assert man(run, rel).where() == [(rel, 5, "MAN006")]
+
+
+def test_unauthorized_backend(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = "backend: polaris\njobs:\n  - id: a\n  - id: b\n    backend: vast-ai\n  - id: c\n    backend: local\n"
+    rel = write(campaign, "b.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 1, "MAN007"), (rel, 5, "MAN007")]
+    assert "generic-slurm, local" in str(result.json()["findings"][0]["hint"])
+
+
+def test_oversized_grid_is_refused_not_expanded(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    keys = "".join(f"  k{i}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n" for i in range(12))
+    rel = write(campaign, "big.yaml", f"grid:\n{keys}template:\n  id: x\n")
+    result = man(run, rel)
+    assert result.where() == [(rel, 1, "MAN009")]
+
+
+def test_discovery_without_paths_finds_every_manifest(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (campaign / "manifests" / "sub").mkdir()
+    write(campaign, "sub/x.yml", "jobs: [{id: a}, {id: a}]\n")
+    assert man(run).where() == [("manifests/sub/x.yml", 1, "MAN002")]
+
+
+def test_select_and_ignore_by_id(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "x.yaml", "backend: nope\njobs: [{id: a}, {id: a}]\n")
+    assert sorted(man(run, rel).ids()) == ["MAN002", "MAN007"]
+    only = run("check", "--select", "MAN007", "--format", "json", rel)
+    assert only.ids() == ["MAN007"]
+    skip = run("check", "--select", "MAN", "--ignore", "MAN007", "--format", "json", rel)
+    assert skip.ids() == ["MAN002"]
+
+
+def test_grid_without_template_id_gets_distinct_default_ids(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    from campaignops import manifest, yamldoc
+
+    doc = yamldoc.load(SEED_PHASES, path="x")
+    ids = [t.id for t in manifest.targets(doc)]
+    assert ids[:2] == ["train_teachers_N384", "train_teachers_N512"]
+    assert ids[2] == "distill_students_N384_seed42"
+    assert len(ids) == len(set(ids)) == 8
