@@ -92,6 +92,9 @@ def build(
     a usage error. With ``paths`` (as pre-commit passes them), each is classified by its path.
     """
     found_root = layout.find_root(cwd)
+    if found_root is None and paths:
+        # pre-commit runs at the repository top; the campaign may be a subdirectory of it.
+        found_root = layout.find_root((cwd / paths[0]).parent)
     if found_root is None and not paths:
         raise UsageError(
             message=f"no {layout.POLICY_FILE} in {cwd} or any parent directory",

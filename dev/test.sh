@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): a virtualenv, the package with its test extras, then lint,
+# types and the whole test suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[test]'
+export PATH="$PWD/.venv/bin:$PATH"
+ruff check src tests bench
+ruff format --check src tests bench
+mypy
+# pytest exits 5 when it collected no test: that fails this script too, as it should.
+python -m pytest "$@"
