@@ -47,7 +47,7 @@ _JsonLoader.yaml_implicit_resolvers = {
 }
 _JsonLoader.add_constructor(
     "tag:yaml.org,2002:map",
-    _JsonLoader.construct_mapping,  # type: ignore[arg-type]
+    _JsonLoader.construct_mapping,
 )
 
 

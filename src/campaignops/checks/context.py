@@ -27,6 +27,11 @@ class CheckContext:
     reader: FileReader
     base: str | None = None
     fix: bool = False
+    # The IDs this run reports; --fix repairs only what is selected.
+    selected: frozenset[str] | None = None
+
+    def wants(self, code_id: str) -> bool:
+        return self.selected is None or code_id in self.selected
 
     def of(self, kind: str) -> tuple[str, ...]:
         """The files of ``kind`` to check in this run."""

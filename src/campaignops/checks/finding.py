@@ -35,7 +35,7 @@ class Code:
     message: str
     hint: str
 
-    def at(self, path: str, line: int = 1, col: int = 1, **fields: object) -> Finding:
+    def at(self, path: str, line: int = 1, col: int = 1, /, **fields: object) -> Finding:
         return Finding(
             path=path,
             line=max(line, 1),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -61,6 +62,7 @@ def selected_ids(*, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> f
 def run(ctx: CheckContext, *, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Report:
     """Run every family with at least one selected ID; keep only selected findings."""
     ids = selected_ids(select=select, ignore=ignore)
+    ctx = dataclasses.replace(ctx, selected=ids)
     found: set[Finding] = set()
     for family in FAMILIES.values():
         if ids.isdisjoint(family.codes):
