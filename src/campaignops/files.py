@@ -34,8 +34,14 @@ class FileReader:
         return os.path.lexists(self.root / rel)
 
     def inside(self, rel: str) -> bool:
-        """True when ``rel`` resolves (through any symlinks) to a place inside the campaign."""
-        target = (self.root / rel).resolve()
+        """True when ``rel`` resolves (through any symlinks) to a place inside the campaign.
+
+        A symlink loop resolves nowhere, so it is not inside (RuntimeError before Python 3.13).
+        """
+        try:
+            target = (self.root / rel).resolve()
+        except (RuntimeError, OSError):
+            return False
         return target == self.root or self.root in target.parents
 
     def read_bytes(self, rel: str) -> bytes | None:
@@ -47,11 +53,14 @@ class FileReader:
 
     def _load(self, rel: str) -> bytes | None:
         path = self.root / rel
+        if not os.path.lexists(path):
+            self._refuse(rel, "no such file", "check the path")
+            return None
         if not self.inside(rel):
+            where = f"symlink to {path.readlink()}" if path.is_symlink() else "path"
             self._refuse(
                 rel,
-                f"symlink to {path.readlink() if path.is_symlink() else path.resolve()}, "
-                "outside the campaign; not followed",
+                f"{where}, outside the campaign or in a symlink loop; not followed",
                 "keep campaign files inside the repository (copy the file in, or exclude it)",
             )
             return None

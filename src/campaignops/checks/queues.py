@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from campaignops import gitrefs, layout, queuefile
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 
@@ -13,26 +14,116 @@ CODES = code_table(
     Code(
         id="QUEUE001",
         message="malformed queue line: {problem}",
-        hint="write '<cfg_path> <task> [epochs]', fields separated by spaces; '#' starts a comment",
+        hint="write '<cfg_path> <task> [epochs]', fields separated by spaces; '#' starts a comment only at the start of a line",
     ),
     Code(
         id="QUEUE002",
-        message="config {cfg!r} does not exist",
-        hint="commit the config, or fix the path (relative to the campaign root)",
+        message="config {cfg!r} {problem}",
+        hint="commit the config inside the campaign, or fix the path (relative to the campaign root)",
     ),
     Code(
         id="QUEUE003",
-        message="cell name {name!r} is already used at {first}",
-        hint="two cells must never share a name (it keys their output directory); rename one config",
+        message="cell name {name!r} is also used at {other} ({other_cfg})",
+        hint="two cells must never share a name (it keys their output directory and log): rename one config; to re-run a cell from another queue, comment its earlier line out",
     ),
     Code(
         id="QUEUE004",
-        message="queue file {change} since {base}; a queue file in flight is append-only",
-        hint="restore it (git checkout {base} -- {path}); add cells by appending lines, drop a cell by commenting its line out in place",
+        message="{change} since {base}; a queue file in flight is append-only",
+        hint="restore it (git checkout {base} -- {file}); add cells by appending lines, drop a cell by commenting its line out in place",
     ),
 )
 
 
+def _config_problem(ctx: CheckContext, cfg: str) -> str | None:
+    """Why ``cfg`` cannot be run, or None. A symlink leaving the campaign counts as missing:
+    the wrapper on the compute host sees a checkout of the repository, not this machine."""
+    if not ctx.reader.exists(cfg):
+        return "does not exist"
+    if not ctx.reader.inside(cfg):
+        return "is a symlink that loops or leads outside the campaign"
+    if not (ctx.reader.root / cfg).is_file():
+        return "is not a file" if (ctx.reader.root / cfg).exists() else "is a dangling symlink"
+    return None
+
+
+def _format_and_configs(
+    ctx: CheckContext, parsed: dict[str, queuefile.QueueFile]
+) -> Iterator[Finding]:
+    for rel in ctx.of(layout.QUEUE):
+        queue = parsed.get(rel)
+        if queue is None:
+            continue
+        for problem in queue.problems:
+            yield CODES["QUEUE001"].at(rel, problem.line, problem.col, problem=problem.message)
+        for cell in queue.cells:
+            why = _config_problem(ctx, cell.cfg)
+            if why is not None:
+                yield CODES["QUEUE002"].at(rel, cell.line, 1, cfg=cell.cfg, problem=why)
+
+
+def _duplicates(ctx: CheckContext, parsed: dict[str, queuefile.QueueFile]) -> Iterator[Finding]:
+    """Each later use of a name is reported against the first (in path, line order). When only
+    the first is among the files checked (a pre-commit run given a new queue that sorts first),
+    it is reported against the second, so the collision is caught whichever file was passed."""
+    checked = set(ctx.of(layout.QUEUE))
+    uses: dict[str, list[tuple[str, queuefile.Cell]]] = {}
+    for rel in sorted(parsed):
+        for cell in parsed[rel].cells:
+            uses.setdefault(cell.name, []).append((rel, cell))
+    for name, where in uses.items():
+        if len(where) < 2:
+            continue
+        for index, (rel, cell) in enumerate(where):
+            if rel not in checked:
+                continue
+            if index == 0 and any(r in checked for r, _ in where[1:]):
+                continue
+            other_rel, other = where[1] if index == 0 else where[0]
+            yield CODES["QUEUE003"].at(
+                rel,
+                cell.line,
+                1,
+                name=name,
+                other=f"{other_rel}:{other.line}",
+                other_cfg=other.cfg,
+            )
+
+
+def _base_text(ctx: CheckContext, base: str, rel: str) -> str | None:
+    data = gitrefs.show(ctx.root, ref=base, rel=rel)
+    if data is None:
+        return None
+    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def _append_only(ctx: CheckContext, base: str) -> Iterator[Finding]:
+    for rel, text in ctx.texts(layout.QUEUE):
+        old = _base_text(ctx, base, rel)
+        if old is None:
+            continue
+        edit = queuefile.first_edit(old, text)
+        if edit is not None:
+            yield CODES["QUEUE004"].at(rel, edit.line, 1, change=edit.change, base=base, file=rel)
+    # Pre-commit passes only existing files, so a deleted queue is found in runs without PATHs
+    # (as CI runs); a run with PATHs reports only the files it was given.
+    if ctx.explicit:
+        return
+    for rel in gitrefs.list_files(ctx.root, ref=base):
+        if layout.QUEUE in layout.kinds_of(rel, ctx.policy.globs) and not ctx.reader.exists(rel):
+            yield CODES["QUEUE004"].at(
+                rel, 1, 1, change="queue file was deleted", base=base, file=rel
+            )
+
+
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Not implemented yet."""
-    return iter(())
+    """Line format and config paths of the files checked; cell names across every queue file
+    (so a pre-commit run given one file still sees the others); with ``ctx.base``, append-only."""
+    parsed: dict[str, queuefile.QueueFile] = {}
+    for rel in dict.fromkeys((*ctx.of(layout.QUEUE), *ctx.all_of(layout.QUEUE))):
+        text = ctx.reader.read_text(rel)
+        if text is not None:
+            parsed[rel] = queuefile.parse(text)
+    yield from _format_and_configs(ctx, parsed)
+    yield from _duplicates(ctx, parsed)
+    if ctx.base is not None:
+        yield from _append_only(ctx, ctx.base)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterator, Sequence
 
+from campaignops import gitrefs, layout, lockfile
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 
@@ -17,13 +19,13 @@ CODES = code_table(
     ),
     Code(
         id="WRAP002",
-        message="locked wrapper changed: locked {locked}, now {current}",
-        hint="restore it (git checkout -- {path}); to change it, copy it to {next_version}, edit the copy, and point new queues at it",
+        message="locked wrapper changed since it was locked on {date}: locked {locked}, now {current}",
+        hint="a locked wrapper never changes: copy it to {next_version} (cp {wrapper} {next_version}), restore the original (git checkout -- {wrapper}), and point new queues and manifests at {next_version}",
     ),
     Code(
         id="WRAP003",
-        message="locked wrapper was deleted (locked {locked})",
-        hint="restore it (git checkout -- {path}): submitted jobs and the ledger refer to it",
+        message="locked wrapper {wrapper} was deleted (locked {locked})",
+        hint="restore it (git checkout -- {wrapper}): submitted jobs and the ledger refer to it",
     ),
     Code(
         id="WRAP004",
@@ -39,5 +41,110 @@ CODES = code_table(
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Not implemented yet."""
-    return iter(())
+    yield from _names(ctx)
+    text = ctx.reader.read_text(layout.LOCK_FILE) if ctx.reader.exists(layout.LOCK_FILE) else ""
+    if text is None:
+        return  # unreadable: the reader has recorded why
+    entries, problems = lockfile.parse(text)
+    for line, problem in problems:
+        yield CODES["WRAP005"].at(layout.LOCK_FILE, line, problem=problem)
+    yield from _locked(ctx, lockfile.by_path(entries))
+    if ctx.base is not None:
+        yield from _appended_only(ctx, text)
+
+
+def _names(ctx: CheckContext) -> Iterator[Finding]:
+    for rel in ctx.of(layout.WRAPPER):
+        directory, _, basename = rel.rpartition("/")
+        if lockfile.VERSIONED.match(basename):
+            continue
+        suggestion = lockfile.versioned_suggestion(basename)
+        yield CODES["WRAP001"].at(
+            rel,
+            name=basename,
+            suggestion=f"{directory}/{suggestion}" if directory else suggestion,
+        )
+
+
+def _locked(ctx: CheckContext, locked: dict[str, lockfile.LockEntry]) -> Iterator[Finding]:
+    """Every lock entry, whichever paths were passed: a deletion is never passed by pre-commit."""
+    for rel, entry in locked.items():
+        if not (ctx.root / rel).exists():
+            yield CODES["WRAP003"].at(
+                layout.LOCK_FILE, entry.line, wrapper=rel, locked=entry.digest
+            )
+            continue
+        data = ctx.reader.read_bytes(rel)
+        if data is None:
+            continue
+        current = lockfile.digest(data)
+        if current == entry.digest:
+            continue
+        taken = set(locked) | set(ctx.tree)
+        yield CODES["WRAP002"].at(
+            rel,
+            wrapper=rel,
+            date=entry.date.isoformat(),
+            locked=entry.digest,
+            current=current,
+            next_version=lockfile.next_version(rel, taken=taken),
+        )
+
+
+def _appended_only(ctx: CheckContext, text: str) -> Iterator[Finding]:
+    assert ctx.base is not None
+    data = gitrefs.show(ctx.root, ref=ctx.base, rel=layout.LOCK_FILE)
+    if data is None:
+        return
+    before = [line for _, line in lockfile.entry_lines(data.decode("utf-8", errors="replace"))]
+    now = lockfile.entry_lines(text)
+    for change, entry, line in base_changes(before, [line for _, line in now]):
+        yield CODES["WRAP004"].at(
+            layout.LOCK_FILE,
+            now[line][0] if line is not None else 1,
+            entry=entry,
+            change=change,
+            base=ctx.base,
+        )
+
+
+def base_changes(before: Sequence[str], now: Sequence[str]) -> list[tuple[str, str, int | None]]:
+    """How ``now`` breaks "``before`` is an unchanged prefix": ``(change, entry, index in now)``.
+
+    ``change`` is 'changed', 'removed', 'moved' (a base entry elsewhere than its place) or
+    'inserted before older entries'; the index is None for a removal.
+    """
+    if list(now[: len(before)]) == list(before):
+        return []
+    out: list[tuple[str, str, int | None]] = []
+    matcher = difflib.SequenceMatcher(a=list(before), b=list(now), autojunk=False)
+    opcodes = matcher.get_opcodes()
+    claimed = {j for tag, _, _, j1, j2 in opcodes if tag == "equal" for j in range(j1, j2)}
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag in ("replace", "delete"):
+            for k in range(i1, i2):
+                paired = j1 + (k - i1)
+                if tag == "replace" and paired < j2:
+                    out.append(("changed", before[k], paired))
+                    claimed.add(paired)
+                    continue
+                moved = _find(now, before[k], exclude=claimed)
+                if moved is None:
+                    out.append(("removed", before[k], None))
+                else:
+                    out.append(("moved", before[k], moved))
+                    claimed.add(moved)
+    for tag, _i1, i2, j1, j2 in opcodes:
+        # New entries before the last base entry break the prefix; after it they are appends.
+        if tag in ("replace", "insert") and i2 < len(before):
+            for j in range(j1, j2):
+                if j not in claimed:
+                    out.append(("inserted before older entries", now[j], j))
+    return out
+
+
+def _find(items: Sequence[str], wanted: str, *, exclude: set[int]) -> int | None:
+    for index, item in enumerate(items):
+        if item == wanted and index not in exclude:
+            return index
+    return None
