@@ -1,11 +1,17 @@
-"""STALE checks: verified stamps: age, parseable dates, backend pages without a stamp."""
+"""STALE checks: verified stamps: age, parseable dates, backend pages without a stamp.
+
+Stamps are read from Markdown (front matter as YAML, the body as prose), backend pages, and the
+failure catalog (as YAML). The grammar lives in campaignops.stamps; here only policy is applied.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from campaignops import layout
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.stamps import Stamp, age_in_months, find_stamps, is_future, markdown_stamps
 
 FAMILY = "STALE"
 SUMMARY = "verified stamps: age, parseable dates, backend pages without a stamp"
@@ -13,12 +19,12 @@ CODES = code_table(
     Code(
         id="STALE001",
         message="stamp {stamp!r} is {age} months old (policy allows {limit})",
-        hint="re-verify the fact against its source, then update the stamp to this month",
+        hint="re-check the fact against {source}, then update the stamp to {month}",
     ),
     Code(
         id="STALE002",
         message="stamp {stamp!r} has no parseable date",
-        hint="write verified YYYY-MM (or verified <source> YYYY-MM, or verified Mon YYYY)",
+        hint="write {form}",
     ),
     Code(
         id="STALE003",
@@ -32,7 +38,56 @@ CODES = code_table(
     ),
 )
 
+KEY_FORM = "verified: YYYY-MM (or YYYY-MM-DD), the month you checked the facts"
+PROSE_FORM = "verified YYYY-MM, verified <source> YYYY-MM or verified Mon YYYY (e.g. verified slurm.schedmd.com/sbatch.html 2026-06)"
+
+
+def _judge(rel: str, stamp: Stamp, ctx: CheckContext) -> Finding | None:
+    if stamp.date is None:
+        form = KEY_FORM if stamp.key_line else PROSE_FORM
+        return CODES["STALE002"].at(rel, stamp.line, stamp.col, stamp=stamp.raw, form=form)
+    if is_future(stamp, ctx.today):
+        return CODES["STALE004"].at(
+            rel, stamp.line, stamp.col, stamp=stamp.raw, today=ctx.today.isoformat()
+        )
+    age = age_in_months(stamp.date, ctx.today)
+    limit = ctx.policy.stale_after_months
+    if age > limit:
+        return CODES["STALE001"].at(
+            rel,
+            stamp.line,
+            stamp.col,
+            stamp=stamp.raw,
+            age=age,
+            limit=limit,
+            source=stamp.source or "its source",
+            month=f"{ctx.today:%Y-%m}",
+        )
+    return None
+
+
+def _is_backend_template(rel: str, ctx: CheckContext) -> bool:
+    """The page users copy to add a backend holds placeholders such as ``verified: YYYY-MM``."""
+    return rel.rsplit("/", 1)[-1] == layout.BACKEND_TEMPLATE and layout.matches(
+        rel, ctx.policy.globs.get(layout.BACKEND, ())
+    )
+
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Not implemented yet."""
-    return iter(())
+    """Age every stamp against ``ctx.today``; require one well-formed stamp per backend page."""
+    catalogs = set(ctx.of(layout.FAILURES))
+    backends = set(ctx.of(layout.BACKEND))
+    paths = dict.fromkeys((*ctx.of(layout.MARKDOWN), *ctx.of(layout.BACKEND), *catalogs))
+    for rel in paths:
+        if _is_backend_template(rel, ctx):
+            continue
+        text = ctx.reader.read_text(rel)
+        if text is None:
+            continue
+        stamps = find_stamps(text, yaml_like=True) if rel in catalogs else markdown_stamps(text)
+        for stamp in stamps:
+            finding = _judge(rel, stamp, ctx)
+            if finding is not None:
+                yield finding
+        if rel in backends and not any(s.date is not None for s in stamps):
+            yield CODES["STALE003"].at(rel, 1, 1)
