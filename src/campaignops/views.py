@@ -1,9 +1,347 @@
-"""Stub: generated Markdown blocks (being written)."""
+"""Views: the generated Markdown blocks (see blocks.py), rebuilt from the campaign's own files.
+
+Each view is a pure function of its sources (campaign.yaml, backend pages, failures.yaml, the
+ledger): no clock, no environment, so ``campaign render`` is idempotent and ``campaign check`` can compare a block with
+what would be rendered now.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from campaignops import blocks, frontmatter, layout, schema, yamldoc
+from campaignops import ledger as ledger_mod
+from campaignops import policy as policy_mod
+from campaignops.atomic import write_atomic
+from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.files import FileReader
+
+BOM = "\ufeff"
+FAILURES_FILE = "failures.yaml"
+BACKENDS_DIR = "backends"
+MARKER_HINT = (
+    "view blocks are '<!-- campaign:begin NAME -->' ... '<!-- campaign:end NAME -->', "
+    "each marker alone on its line, not nested; NAME is one of "
+)
+
+# Backend names that can safely become a file name under backends/.
+_PAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+
+
+# ---------------------------------------------------------------------------------- sources
+
+
+def front_matter(text: str, *, path: str) -> dict[str, Any]:
+    """A backend page's front matter as a mapping ({} when the page has none)."""
+    found = frontmatter.split(text)
+    if found is None:
+        return {}
+    try:
+        data = yamldoc.load(found.text, path=path)
+    except YamlSyntaxError as exc:
+        raise InputError(
+            path=path,
+            message=f"front matter is not valid YAML "
+            f"(line {exc.line + found.first_line - 1}: {exc.problem})",
+            hint="fix the front matter, then run campaign render",
+        ) from None
+    return data if isinstance(data, dict) else {}
+
+
+class Sources:
+    """The files views are rendered from, read once through a FileReader.
+
+    A source that cannot be read or parsed raises InputError naming it. Values of the wrong
+    type are tolerated (rendered as they are, or as '—'): schema problems are POLICY's to report.
+    """
+
+    def __init__(self, reader: FileReader) -> None:
+        self.reader = reader
+        self._ledger: ledger_mod.Ledger | None = None
+        self._rendered: dict[str, str] = {}
+
+    def _text(self, rel: str) -> str:
+        if not self.reader.exists(rel):
+            raise InputError(path=rel, message="no such file", hint=f"restore {rel} from git")
+        text = self.reader.read_text(rel)
+        if text is None:
+            raise self.reader.problems.get(rel) or InputError(path=rel, message="unreadable")
+        return text
+
+    def _yaml(self, rel: str) -> Any:
+        self._text(rel)
+        parsed = self.reader.read_yaml(rel)
+        if parsed is None:
+            raise self.reader.problems.get(rel) or InputError(path=rel, message="unreadable")
+        data, error = parsed
+        if error is not None:
+            raise InputError(
+                path=rel,
+                message=f"not valid YAML (line {error.line}, column {error.col}: {error.problem})",
+                hint="fix the syntax, then run campaign render",
+            )
+        return data
+
+    def backends(self) -> tuple[str, ...]:
+        return policy_mod.from_data(self._yaml(layout.POLICY_FILE)).backends
+
+    def page(self, name: str) -> dict[str, Any] | None:
+        """A backend page's front matter, or None when the backend has no page."""
+        rel = f"{BACKENDS_DIR}/{name}.md"
+        if not _PAGE_NAME.match(name) or not self.reader.exists(rel):
+            return None
+        return front_matter(self._text(rel), path=rel)
+
+    def failures(self) -> Any:
+        return self._yaml(FAILURES_FILE)
+
+    def ledger(self) -> ledger_mod.Ledger:
+        if self._ledger is None:
+            rel = layout.LEDGER_FILE
+            if not self.reader.exists(rel):
+                self._ledger = ledger_mod.Ledger()
+            else:
+                # As bytes: a torn multi-byte character spoils one line, not the whole ledger.
+                data = self.reader.read_bytes(rel)
+                if data is None:
+                    raise self.reader.problems.get(rel) or InputError(
+                        path=rel, message="unreadable"
+                    )
+                self._ledger = ledger_mod.parse(ledger_mod.decode(data))
+        return self._ledger
+
+    def render(self, name: str) -> str:
+        if name not in self._rendered:
+            self._rendered[name] = VIEWS[name].render(self)
+        return self._rendered[name]
+
+
+# ---------------------------------------------------------------------------------- rendering
+
+NONE = "—"
+
+
+def cell(value: object) -> str:
+    """One table cell: on one line, pipes escaped, no raw HTML, '—' when empty."""
+    if value is None or value == "" or value == []:
+        return NONE
+    text = " ".join(str(value).split())
+    return text.replace("|", "\\|").replace("<", "&lt;") or NONE
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(row) + " |" for row in lines)
+
+
+def _empty(header: Sequence[str], message: str) -> list[list[str]]:
+    return [[message] + [""] * (len(header) - 1)]
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return NONE
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h {m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d {h:02d}h"
+
+
+def _smoke(page: Mapping[str, Any]) -> object:
+    for key in ("partitions", "queues"):
+        entries = page.get(key)
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict) and entry.get("purpose") == "smoke":
+                return entry.get("name")
+    return None
+
+
+BACKENDS_HEADER = ("order", "backend", "kind", "scheduler", "smoke partition/queue", "verified")
+
+
+def render_backends(src: Sources) -> str:
+    rows: list[list[str]] = []
+    for order, name in enumerate(src.backends(), start=1):
+        page = src.page(name)
+        if page is None:
+            rows.append([str(order), cell(name), "no page", NONE, NONE, NONE])
+            continue
+        link = f"[{cell(name)}]({BACKENDS_DIR}/{name}.md)"
+        facts = (page.get("kind"), page.get("scheduler"), _smoke(page), page.get("verified"))
+        rows.append([str(order), link, *map(cell, facts)])
+    return table(BACKENDS_HEADER, rows or _empty(BACKENDS_HEADER, "no authorized backends"))
+
+
+FAILURES_HEADER = ("id", "symptom", "fix", "source", "verified")
+
+
+def render_failures(src: Sources) -> str:
+    data = src.failures()
+    entries = data.get("failures") if isinstance(data, dict) else None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict):
+            category = entry.get("category")
+            groups.setdefault(category if isinstance(category, str) else "other", []).append(entry)
+    if not groups:
+        return "_No failures catalogued yet._"
+    known: list[str] = schema.load(schema.FAILURES)["$defs"]["category"]["enum"]
+    order = [c for c in known if c in groups] + sorted(c for c in groups if c not in known)
+    sections = []
+    for category in order:
+        rows = [[cell(e.get(k)) for k in FAILURES_HEADER] for e in groups[category]]
+        sections.append(f"### {cell(category)}\n\n{table(FAILURES_HEADER, rows)}")
+    return "\n\n".join(sections)
+
+
+def state(job: ledger_mod.Job) -> str:
+    """The job's state, or what the ledger says of a submission without one."""
+    if job.state:
+        return job.state
+    if job.job_id:
+        return "submitted"
+    return "submit failed" if job.error else "intent only"
+
+
+STAGES_HEADER = ("target", *ledger_mod.STAGES)
+
+
+def render_stages(src: Sources) -> str:
+    latest: dict[tuple[str, str], ledger_mod.Job] = {}
+    for job in src.ledger().jobs:  # sorted by submission: the last one seen is the latest
+        if job.stage in ledger_mod.STAGES:
+            latest.update(((t, job.stage), job) for t in job.targets)
+    targets = sorted({t for t, _ in latest})
+    rows = []
+    for target in targets:
+        row = [cell(target)]
+        for stage in ledger_mod.STAGES:
+            last = latest.get((target, stage))
+            if last is None:
+                row.append(NONE)
+            else:
+                row.append(cell(f"{state(last)} ({last.job_id})" if last.job_id else state(last)))
+        rows.append(row)
+    return table(STAGES_HEADER, rows or _empty(STAGES_HEADER, "no jobs yet"))
+
+
+JOBS_HEADER = (
+    "job",
+    "targets",
+    "stage",
+    "backend",
+    "state",
+    "queue wait",
+    "run time",
+    "exit",
+    "commit",
+)
+SHOWN_TARGETS = 3
+
+
+def _targets(targets: Sequence[str]) -> str:
+    shown = ", ".join(targets[:SHOWN_TARGETS])
+    more = len(targets) - SHOWN_TARGETS
+    return f"{shown} (+{more} more)" if more > 0 else shown
+
+
+def render_jobs(src: Sources) -> str:
+    ledger = src.ledger()
+    rows = [
+        [
+            cell(job.job_id),
+            cell(_targets(job.targets)),
+            cell(job.stage),
+            cell(job.backend),
+            cell(state(job)),
+            duration(job.queue_wait()),
+            duration(job.run_time()),
+            cell(job.exit_code),
+            cell(job.commit[:10] if job.commit else None),
+        ]
+        for job in ledger.jobs
+    ]
+    text = table(JOBS_HEADER, rows or _empty(JOBS_HEADER, "no jobs yet"))
+    notes = [
+        f"- {layout.LEDGER_FILE} line {s.line} skipped: {cell(s.reason)}"
+        + (" (torn last line)" if s.last else "")
+        for s in ledger.skipped
+    ]
+    return "\n\n".join([text, "\n".join(notes)]) if notes else text
+
+
+@dataclass(frozen=True)
+class View:
+    render: Callable[[Sources], str]
+    source: str
+    home: str
+
+
+VIEWS: Mapping[str, View] = MappingProxyType(
+    {
+        "backends": View(render_backends, f"{layout.POLICY_FILE} and backend pages", "AGENTS.md"),
+        "failures": View(render_failures, FAILURES_FILE, "FAILURES.md"),
+        "stages": View(render_stages, layout.LEDGER_FILE, "STATUS.md"),
+        "jobs": View(render_jobs, layout.LEDGER_FILE, "STATUS.md"),
+    }
+)
+
+
+# ---------------------------------------------------------------------------------- files
+
+
+def parse(text: str) -> blocks.Parsed:
+    return blocks.parse(text, known=VIEWS)
 
 
 def render_all(*, root: Path, write: bool) -> list[str]:
-    raise NotImplementedError
+    """Re-render every block under ``root``; return the files whose blocks changed.
+
+    Everything is rendered before anything is written, so a bad marker or an unreadable source
+    (InputError naming the file) leaves every file as it was. Only changed files are rewritten,
+    atomically, with every byte outside the blocks (a BOM included) kept.
+    """
+    reader = FileReader(root)
+    sources = Sources(reader)
+    policy_yaml = reader.read_yaml(layout.POLICY_FILE)
+    globs = policy_mod.from_data(policy_yaml[0] if policy_yaml else None).globs
+    updates: list[tuple[str, bytes]] = []
+    targets: set[Path] = set()
+    for rel in layout.walk(reader.root):
+        if not layout.matches(rel, globs[layout.MARKDOWN]):
+            continue
+        raw = reader.read_bytes(rel)
+        # Files that are not text cannot hold blocks this tool wrote: leave them to the checks.
+        text = reader.read_text(rel) if raw and b"campaign:" in raw else None
+        if text is None:
+            continue
+        parsed = parse(text)
+        if parsed.defects:
+            first = parsed.defects[0]
+            raise InputError(
+                path=rel,
+                message=f"line {first.line}: {first.problem}",
+                hint=MARKER_HINT + ", ".join(VIEWS),
+            )
+        new = blocks.refresh(text, parsed, sources.render)
+        target = (reader.root / rel).resolve()
+        if new != text and target not in targets:
+            targets.add(target)
+            prefix = BOM if raw and raw.startswith(BOM.encode()) else ""
+            updates.append((rel, (prefix + new).encode("utf-8")))
+    if write:
+        for rel, data in updates:
+            write_atomic(reader.root / rel, data, root=reader.root)
+    return [rel for rel, _ in updates]

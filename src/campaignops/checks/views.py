@@ -1,11 +1,19 @@
-"""VIEW checks: generated Markdown blocks in sync with their sources."""
+"""VIEW checks: generated Markdown blocks in sync with their sources.
+
+A block is compared with what ``campaign render`` would write now, byte for byte, so this check
+and ``campaign render --check`` always agree. Sources are read from the campaign root whatever
+paths were passed; when a passed path is itself a source (a pre-commit run that only touched
+failures.yaml), every Markdown file is examined, since that is where the stale block lives.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from campaignops import blocks, layout, views
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.errors import InputError
 
 FAMILY = "VIEW"
 SUMMARY = "generated Markdown blocks in sync with their sources"
@@ -13,16 +21,59 @@ CODES = code_table(
     Code(
         id="VIEW001",
         message="view {name!r} is out of sync with {source}",
-        hint="run campaign render",
+        hint="run campaign render; the block is generated from {source}, so edits inside it are lost",
     ),
     Code(
         id="VIEW002",
         message="{problem}",
-        hint="view blocks are '<!-- campaign:begin NAME -->' ... '<!-- campaign:end NAME -->' with a known NAME",
+        hint="view blocks are '<!-- campaign:begin NAME -->' ... '<!-- campaign:end NAME -->', "
+        "each marker alone on its line, not nested; NAME is one of {names}",
+    ),
+    Code(
+        id="VIEW003",
+        message="view {name!r} cannot be rendered: {problem}",
+        hint="fix {source}, then run campaign render",
     ),
 )
 
+# Kinds of file a view is rendered from.
+SOURCE_KINDS = (layout.POLICY, layout.BACKEND, layout.FAILURES, layout.LEDGER)
+
+
+def _markdown(ctx: CheckContext) -> tuple[str, ...]:
+    chosen = ctx.of(layout.MARKDOWN)
+    if ctx.explicit and any(ctx.of(kind) for kind in SOURCE_KINDS):
+        chosen = tuple(dict.fromkeys((*chosen, *ctx.all_of(layout.MARKDOWN))))
+    return chosen
+
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Not implemented yet."""
-    return iter(())
+    sources = views.Sources(ctx.reader)
+    names = ", ".join(views.VIEWS)
+    for rel in _markdown(ctx):
+        text = ctx.reader.read_text(rel)
+        if text is None or "campaign:" not in text:
+            continue
+        parsed = views.parse(text)
+        for defect in parsed.defects:
+            yield CODES["VIEW002"].at(
+                rel, defect.line, defect.col, problem=defect.problem, names=names
+            )
+        for block in parsed.blocks:
+            view = views.VIEWS[block.name]
+            try:
+                body = sources.render(block.name)
+            except InputError as exc:
+                yield CODES["VIEW003"].at(
+                    rel,
+                    block.begin,
+                    block.col,
+                    name=block.name,
+                    problem=exc.message,
+                    source=exc.path,
+                )
+                continue
+            if not blocks.in_sync(text, block, body):
+                yield CODES["VIEW001"].at(
+                    rel, block.begin, block.col, name=block.name, source=view.source
+                )

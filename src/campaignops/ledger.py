@@ -1,0 +1,227 @@
+"""Reading the ledger (.campaign/ledger.jsonl): records folded into one job per ledger_id.
+
+A submission appends an intent record before the scheduler call and a result record after it;
+status refreshes append state records. All records of one submission share a ``ledger_id``, and
+a later record's non-null fields override the earlier ones (a null never erases what is known).
+
+Reading never fails on content: a line that is not UTF-8 or not a JSON object with a string
+``ledger_id`` is skipped and reported in ``Ledger.skipped``. The last line is the expected
+casualty of a crash in mid-append (a torn write); a complete record whose newline alone is
+missing is still read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from campaignops import layout
+from campaignops.errors import InputError
+
+STAGES = ("smoke", "single", "production")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A ledger line that was not read: its 1-based number, why, and whether it was the last."""
+
+    line: int
+    reason: str
+    last: bool
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission: the fold of every record sharing its ledger_id, with typed accessors."""
+
+    ledger_id: str
+    record: Mapping[str, Any]
+    first_line: int
+    first_time: str | None
+
+    def text(self, key: str) -> str | None:
+        value = self.record.get(key)
+        return value if isinstance(value, str) else None
+
+    def number(self, key: str) -> float | None:
+        value = self.record.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value)
+
+    @property
+    def job_id(self) -> str | None:
+        return self.text("job_id")
+
+    @property
+    def kind(self) -> str | None:
+        return self.text("kind")
+
+    @property
+    def stage(self) -> str | None:
+        return self.text("stage")
+
+    @property
+    def backend(self) -> str | None:
+        return self.text("backend")
+
+    @property
+    def state(self) -> str | None:
+        return self.text("state")
+
+    @property
+    def commit(self) -> str | None:
+        return self.text("commit")
+
+    @property
+    def error(self) -> str | None:
+        return self.text("error")
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        value = self.record.get("targets")
+        if isinstance(value, list):
+            return tuple(t for t in value if isinstance(t, str))
+        return ()
+
+    @property
+    def exit_code(self) -> int | None:
+        value = self.record.get("exit_code")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def queue_wait(self) -> float | None:
+        """Seconds between submission and start: recorded, else derived from the timestamps."""
+        return _duration(self.number("queue_wait_s"), self.text("submitted"), self.text("started"))
+
+    def run_time(self) -> float | None:
+        """Seconds between start and end: recorded, else derived from the timestamps."""
+        return _duration(self.number("run_time_s"), self.text("started"), self.text("ended"))
+
+    def sort_key(self) -> tuple[dt.datetime, str]:
+        """Submission time (the first record's time until one is known), then ledger_id."""
+        when = parse_time(self.text("submitted")) or parse_time(self.first_time)
+        return (when or _NEVER, self.ledger_id)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    jobs: tuple[Job, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    by_id: Mapping[str, Job] = field(default_factory=lambda: MappingProxyType({}))
+
+
+# Jobs whose times cannot be read sort after every dated one, still ordered by ledger_id.
+_NEVER = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+
+
+def parse_time(value: str | None) -> dt.datetime | None:
+    """An RFC 3339 timestamp as an aware datetime (naive ones taken as UTC), else None."""
+    if not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def _duration(recorded: float | None, start: str | None, end: str | None) -> float | None:
+    if recorded is not None:
+        return recorded if recorded >= 0 else None
+    begin, finish = parse_time(start), parse_time(end)
+    if begin is None or finish is None or finish < begin:
+        return None
+    return (finish - begin).total_seconds()
+
+
+def _record(line: str) -> tuple[dict[str, Any] | None, str]:
+    if _UNDECODABLE.search(line):
+        return None, "not valid UTF-8"
+    try:
+        data = json.loads(line)
+    except ValueError:  # JSONDecodeError, and numbers too long to convert
+        return None, "not valid JSON"
+    except RecursionError:
+        return None, "JSON nests too deeply"
+    if not isinstance(data, dict):
+        return None, "not a JSON object"
+    if not isinstance(data.get("ledger_id"), str) or not data["ledger_id"]:
+        return None, "record has no ledger_id"
+    return data, ""
+
+
+# Bytes that were not UTF-8, as decode(errors="surrogateescape") keeps them.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def decode(data: bytes) -> str:
+    """Ledger bytes as text; a line that is not UTF-8 (a write torn inside a character) stays
+    undecodable on its own and is skipped by ``parse``, not fatal for the whole ledger."""
+    return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+
+
+def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Merge records by ledger_id in file order: later non-null fields override earlier ones."""
+    merged: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        target = merged.setdefault(str(rec["ledger_id"]), {})
+        target.update((k, v) for k, v in rec.items() if v is not None)
+    return merged
+
+
+def parse(text: str) -> Ledger:
+    """Fold the ledger's text into jobs sorted by submission time, then ledger_id."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    records: list[dict[str, Any]] = []
+    first: dict[str, tuple[int, str | None]] = {}
+    skipped: list[Skipped] = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        rec, reason = _record(line)
+        if rec is None:
+            skipped.append(Skipped(line=number, reason=reason, last=number == len(lines)))
+            continue
+        records.append(rec)
+        time = rec.get("time")
+        first.setdefault(rec["ledger_id"], (number, time if isinstance(time, str) else None))
+    jobs = [
+        Job(
+            ledger_id=lid,
+            record=MappingProxyType(fields),
+            first_line=first[lid][0],
+            first_time=first[lid][1],
+        )
+        for lid, fields in fold(records).items()
+    ]
+    jobs.sort(key=Job.sort_key)
+    return Ledger(
+        jobs=tuple(jobs),
+        skipped=tuple(skipped),
+        by_id=MappingProxyType({j.ledger_id: j for j in jobs}),
+    )
+
+
+def read(root: Path) -> Ledger:
+    """The campaign's ledger; a missing ledger is an empty one (nothing was submitted yet)."""
+    try:
+        data = (root / layout.LEDGER_FILE).read_bytes()
+    except FileNotFoundError:
+        return Ledger()
+    except OSError as exc:
+        raise InputError(
+            path=layout.LEDGER_FILE,
+            message=f"cannot read: {exc.strerror}",
+            hint="check permissions",
+        ) from None
+    return parse(decode(data))
