@@ -157,7 +157,7 @@ def targets(doc: Mapping[str, Any]) -> Iterator[Target]:
                 phase=block.phase,
                 args=MappingProxyType(substitute(dict(block.template.get("args") or {}), cell)),
                 cmd=substitute(block.template.get("cmd"), cell),
-                output=substitute(out_tpl, cell) if out_tpl else None,
+                output=str(substitute(out_tpl, cell)) if out_tpl else None,
                 cell=MappingProxyType(cell),
                 id_at=(*tpl_at, "id") if "id" in block.template else tpl_at,
                 output_at=(*tpl_at, out_key) if out_key else None,

@@ -65,7 +65,16 @@ def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
 def validate(name: str, data: Any) -> Iterator[SchemaError]:
     """Errors of ``data`` against schema ``name``; nothing when valid (checked fast first)."""
     validator = _validator(name)
-    if validator.is_valid(data):
+    try:
+        if validator.is_valid(data):
+            return
+    except TypeError:
+        pass  # jsonschema's patternProperties assume string keys: reported just below
+    bad = _non_string_key(data, ())
+    if bad is not None:
+        yield SchemaError(
+            where=bad[0], message=f"mapping key {bad[1]!r} is not a string", on_key=True
+        )
         return
     for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         # anyOf/oneOf report a summary; their most relevant sub-error says more.
@@ -75,3 +84,21 @@ def validate(name: str, data: Any) -> Iterator[SchemaError]:
             err = best_match(err.context) or err
         where, message, on_key = _describe(err)
         yield SchemaError(where=where, message=message, on_key=on_key)
+
+
+def _non_string_key(
+    data: Any, where: tuple[str | int, ...]
+) -> tuple[tuple[str | int, ...], Any] | None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                return where, key
+            found = _non_string_key(value, (*where, key))
+            if found:
+                return found
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found = _non_string_key(value, (*where, i))
+            if found:
+                return found
+    return None

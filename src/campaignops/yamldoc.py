@@ -25,18 +25,29 @@ class _JsonLoader(_Base):  # type: ignore[valid-type,misc]
     """Safe loader without timestamp resolution and with duplicate-key detection."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        # Merged-in keys (`<<: *base`) may be overridden by explicit ones: only two explicit keys
+        # are a duplicate.
+        explicit = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
+        self.flatten_mapping(node)
         seen: dict[Hashable, yaml.Node] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, Hashable) and key in seen:
+            if not isinstance(key, str):
+                # JSON has only string keys; YAML 1.1 reads `on:` as True and `1:` as an int.
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f'mapping key {key!r} is not a string; quote it ("{key_node.value}")',
+                    key_node.start_mark,
+                )
+            if key in seen and id(key_node) in explicit and id(seen[key]) in explicit:
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping",
                     node.start_mark,
                     f"found duplicate key {key!r}",
                     key_node.start_mark,
                 )
-            if isinstance(key, Hashable):
-                seen[key] = key_node
+            seen[key] = key_node
         result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         return result
 
@@ -49,6 +60,19 @@ _JsonLoader.add_constructor(
     "tag:yaml.org,2002:map",
     _JsonLoader.construct_mapping,
 )
+# Types JSON does not have are refused (an unknown tag is a syntax error with its position).
+_JsonLoader.yaml_constructors = {
+    tag: fn
+    for tag, fn in _JsonLoader.yaml_constructors.items()
+    if tag
+    not in {
+        "tag:yaml.org,2002:binary",
+        "tag:yaml.org,2002:set",
+        "tag:yaml.org,2002:omap",
+        "tag:yaml.org,2002:pairs",
+        "tag:yaml.org,2002:timestamp",
+    }
+}
 
 
 def load(text: str, *, path: str) -> Any:
@@ -67,6 +91,12 @@ def load(text: str, *, path: str) -> Any:
             path=path,
             message=f"YAML nests deeper than this tool accepts ({MAX_DEPTH} levels)",
             hint="flatten the document; campaign files never need deep nesting",
+        ) from None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        # PyYAML's constructors raise plain exceptions for explicit tags with bad values
+        # (`!!int abc`, `!!bool maybe`); they carry no position.
+        raise YamlSyntaxError(
+            path=path, line=1, col=1, problem=f"a tagged value cannot be built ({exc!r})"
         ) from None
     _measure(data, path=path)
     return data

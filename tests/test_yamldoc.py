@@ -1,0 +1,187 @@
+"""yamldoc: JSON-shaped scalars, duplicate keys, node positions, and the expansion budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaignops import yamldoc
+from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.yamldoc import Locator
+
+
+def load(text: str) -> object:
+    return yamldoc.load(text, path="m.yaml")
+
+
+# --- scalars stay as JSON would have them -------------------------------------------------------
+
+
+def test_timestamps_stay_strings() -> None:
+    doc = load(
+        "d: 2026-06-01\nt: 2026-06-01T12:30:00Z\ns: 2001-12-14 21:59:43.10 -5\nl: [2026-06]\n"
+    )
+    assert doc == {
+        "d": "2026-06-01",
+        "t": "2026-06-01T12:30:00Z",
+        "s": "2001-12-14 21:59:43.10 -5",
+        "l": ["2026-06"],
+    }
+
+
+def test_other_scalars_still_resolve() -> None:
+    assert load("[1, 1.5, true, null, '1', 0x10]") == [1, 1.5, True, None, "1", 16]
+
+
+def test_empty_document_is_none() -> None:
+    assert load("") is None
+    assert load("# just a comment\n") is None
+
+
+def test_merge_keys_still_work() -> None:
+    # `<<: *defaults` is plain YAML 1.1; the duplicate-key check must not break it.
+    doc = load("base: &b {x: 1, y: 1}\nthing:\n  <<: *b\n  y: 2\n")
+    assert doc == {"base": {"x": 1, "y": 1}, "thing": {"x": 1, "y": 2}}
+
+
+# --- duplicate keys -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col", "key"),
+    [
+        ("a: 1\nb: 2\na: 3\n", 3, 1, "'a'"),
+        ("top:\n  x: 1\n  y:\n    - 1\n  x: 2\n", 5, 3, "'x'"),
+        ("jobs:\n  - {id: a, args: {}, id: b}\n", 2, 23, "'id'"),
+    ],
+)
+def test_duplicate_key_raises_at_the_duplicate(text: str, line: int, col: int, key: str) -> None:
+    with pytest.raises(YamlSyntaxError) as info:
+        load(text)
+    err = info.value
+    assert (err.path, err.line, err.col) == ("m.yaml", line, col)
+    assert f"duplicate key {key}" in err.problem
+
+
+def test_non_string_keys_are_refused_at_the_key() -> None:
+    # JSON has only string keys; YAML 1.1 reads `on:` as True and `1:` as an int.
+    with pytest.raises(YamlSyntaxError) as info:
+        load('"1": a\n1: b\n')
+    assert (info.value.line, info.value.col) == (2, 1)
+    assert "not a string; quote it" in info.value.problem
+
+
+def test_syntax_error_position() -> None:
+    with pytest.raises(YamlSyntaxError) as info:
+        load("jobs:\n  - id: a\n  bad: 1\n")
+    assert (info.value.line, info.value.col) == (3, 3)
+    assert "expected '-'" in info.value.problem
+
+
+# --- Locator ------------------------------------------------------------------------------------
+
+DOC = """\
+project: demo
+jobs:
+  - id: a
+    args: {lr: 0.1, seed: [1, 2, {x: 3}]}
+  - id: b
+grid:
+  lr: [0.1, 0.01]
+"""
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "expected"),
+    [
+        (("project",), False, (1, 10)),
+        (("project",), True, (1, 1)),
+        (("jobs", 0, "id"), False, (3, 9)),
+        (("jobs", 0, "id"), True, (3, 5)),
+        (("jobs", 1), False, (5, 5)),
+        (("jobs", 0, "args", "lr"), False, (4, 16)),
+        (("jobs", 0, "args", "seed", 1), False, (4, 31)),
+        (("jobs", 0, "args", "seed", 2, "x"), False, (4, 38)),
+        (("jobs", 0, "args", "seed", 2, "x"), True, (4, 35)),
+        (("grid", "lr", 1), False, (7, 13)),
+    ],
+)
+def test_locator_positions(
+    where: tuple[str | int, ...], key: bool, expected: tuple[int, int]
+) -> None:
+    assert Locator(DOC).at(where, key=key) == expected
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ((), (1, 1)),
+        (("nope",), (1, 1)),
+        (("jobs", 5), (3, 3)),  # past the end: the sequence itself
+        (("jobs", 0, "nope"), (3, 5)),  # missing key: the mapping that lacks it
+        (("project", "deeper"), (1, 10)),  # a scalar has no children
+    ],
+)
+def test_locator_falls_back_to_deepest_node(
+    where: tuple[str | int, ...], expected: tuple[int, int]
+) -> None:
+    assert Locator(DOC).at(where) == expected
+
+
+def test_locator_line_offset() -> None:
+    loc = Locator(DOC, line_offset=3)
+    assert loc.at(("jobs", 0, "id")) == (6, 9)
+    assert loc.at(("project",), key=True) == (4, 1)
+    assert loc.at(()) == (4, 1)
+
+
+def test_locator_on_unparseable_text_points_at_the_top() -> None:
+    assert Locator("a: [\n").at(("a",)) == (1, 1)
+    assert Locator("\x00\x01").at(("a", 0)) == (1, 1)
+
+
+# --- the node budget counts the expanded tree ---------------------------------------------------
+
+
+def aliased(total: int) -> str:
+    """A flow sequence whose alias-expanded tree has exactly ``total`` nodes.
+
+    Nodes: the root, each alias of a 999-scalar list (1000 nodes each), plus loose scalars.
+    """
+    width = 999
+    copies, loose = divmod(total - 1, width + 1)
+    base = "[" + ", ".join(["0"] * width) + "]"
+    items = [f"&b {base}", *(["*b"] * (copies - 1)), *(["1"] * loose)]
+    return "[" + ", ".join(items) + "]"
+
+
+def test_budget_allows_exactly_max_nodes() -> None:
+    text = aliased(yamldoc.MAX_NODES)
+    assert len(text) < yamldoc.MAX_NODES // 10  # small on disk: only the expansion is big
+    doc = load(text)
+    assert isinstance(doc, list)
+    assert 1 + sum(1 + (len(x) if isinstance(x, list) else 0) for x in doc) == yamldoc.MAX_NODES
+
+
+def test_budget_refuses_one_node_more() -> None:
+    with pytest.raises(InputError, match="alias bomb"):
+        load(aliased(yamldoc.MAX_NODES + 1))
+
+
+def test_budget_counts_aliases_in_mappings() -> None:
+    copies = yamldoc.MAX_NODES // 1000 + 1
+    base = "[" + ", ".join(["0"] * 999) + "]"
+    text = f"a: &b {base}\n" + "".join(f"k{i}: *b\n" for i in range(copies))
+    with pytest.raises(InputError, match="alias bomb"):
+        load(text)
+
+
+def test_nesting_at_the_limit_loads_and_one_deeper_is_refused() -> None:
+    depth = yamldoc.MAX_DEPTH
+    assert load("[" * depth + "]" * depth) is not None
+    with pytest.raises(InputError, match="nests deeper"):
+        load("[" * (depth + 1) + "]" * (depth + 1))
+
+
+def test_recursive_alias_is_refused() -> None:
+    with pytest.raises(InputError, match="recursive alias"):
+        load("a: &a [1, *a]\n")
