@@ -34,7 +34,9 @@ class Result:
 
     def where(self) -> list[tuple[str, int, str]]:
         """(path, line, id) of each finding, from JSON output."""
-        return [(str(f["path"]), int(str(f["line"])), str(f["id"])) for f in self.json()["findings"]]
+        return [
+            (str(f["path"]), int(str(f["line"])), str(f["id"])) for f in self.json()["findings"]
+        ]
 
 
 @pytest.fixture
@@ -64,9 +66,22 @@ def run(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
 def git(root: Path, *args: str) -> str:
     """Run git in ``root`` with a fixed identity; returns stdout."""
     proc = subprocess.run(
-        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.org",
-         "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-        cwd=root, check=True, capture_output=True, text=True,
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.org",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return proc.stdout
 

@@ -98,7 +98,11 @@ def test_changed_locked_wrapper_is_a_conflict(campaign: Path, run) -> None:  # t
         (None, "scripts/run_one.v9.sh", "no such file"),
         (None, "scripts", "not a regular file"),
         (None, "../outside.v1.sh", "outside the campaign root"),
-        ("symlink", "scripts/escape.v1.sh", "outside the campaign or in a symlink loop; not followed"),
+        (
+            "symlink",
+            "scripts/escape.v1.sh",
+            "outside the campaign or in a symlink loop; not followed",
+        ),
     ],
 )
 def test_bad_paths_exit_2_and_write_nothing(

@@ -77,16 +77,26 @@ def test_experiment_queue_manifests_are_valid_unchanged(campaign: Path, run, tex
     assert (result.code, result.ids()) == (0, [])
 
 
-def test_seed_grid_example_with_unquoted_flow_placeholders_is_a_yaml_error(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+def test_seed_grid_example_with_unquoted_flow_placeholders_is_a_yaml_error(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
     # `{seed: ${seed}}` is not valid YAML in any parser; we say where and how to quote it.
-    rel = write(campaign, "g.yaml", 'grid:\n  seed: [1]\ntemplate:\n  id: "s${seed}"\n  args: {seed: ${seed}}\n')
+    rel = write(
+        campaign,
+        "g.yaml",
+        'grid:\n  seed: [1]\ntemplate:\n  id: "s${seed}"\n  args: {seed: ${seed}}\n',
+    )
     result = man(run, rel)
     assert result.where() == [(rel, 5, "MAN008")]
     assert '"${seed}"' in result.json()["findings"][0]["hint"]
 
 
 def test_schema_error_points_at_the_offending_node(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    rel = write(campaign, "bad.yaml", "project: x\nmax_paralel: 3\njobs:\n  - id: a\n    args: {seed: 1}\n  - id: b\n    oops: 1\n")
+    rel = write(
+        campaign,
+        "bad.yaml",
+        "project: x\nmax_paralel: 3\njobs:\n  - id: a\n    args: {seed: 1}\n  - id: b\n    oops: 1\n",
+    )
     result = man(run, rel)
     found = result.json()["findings"]
     assert [(f["line"], f["col"], f["id"]) for f in found] == [(2, 1, "MAN001"), (7, 5, "MAN001")]
@@ -109,14 +119,18 @@ def test_duplicate_job_id_reported_at_the_duplicate(campaign: Path, run) -> None
 
 
 def test_grid_template_missing_a_key_collides_once(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    rel = write(campaign, "g.yaml", 'grid:\n  N: [1, 2]\n  seed: [1, 2, 3]\ntemplate:\n  id: "n${N}"\n')
+    rel = write(
+        campaign, "g.yaml", 'grid:\n  N: [1, 2]\n  seed: [1, 2, 3]\ntemplate:\n  id: "n${N}"\n'
+    )
     result = man(run, rel)
     assert result.where() == [(rel, 5, "MAN002")]
     assert "seed=1 and N=1, seed=2" in str(result.json()["findings"][0]["message"])
 
 
 def test_undefined_placeholder(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    text = 'grid:\n  seed: [1]\ntemplate:\n  id: "s${seed}"\n  cmd: run --seed ${sed} --home ${HOME}\n'
+    text = (
+        'grid:\n  seed: [1]\ntemplate:\n  id: "s${seed}"\n  cmd: run --seed ${sed} --home ${HOME}\n'
+    )
     rel = write(campaign, "p.yaml", text)
     result = man(run, rel)
     # ${HOME} is an environment variable (UPPER_CASE, not a grid key): left to the shell.
@@ -145,16 +159,14 @@ def test_depends_on_unknown_phase_and_cycle(campaign: Path, run) -> None:  # typ
 
 
 def test_self_dependency_is_a_cycle(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    rel = write(campaign, "s.yaml", "phases:\n  - name: a\n    depends_on: a\n    jobs: [{id: x}]\n")
+    rel = write(
+        campaign, "s.yaml", "phases:\n  - name: a\n    depends_on: a\n    jobs: [{id: x}]\n"
+    )
     assert man(run, rel).where() == [(rel, 3, "MAN005")]
 
 
 def test_shared_output_path(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    text = (
-        "jobs:\n"
-        "  - id: a\n    output: out/latest.pth\n"
-        "  - id: b\n    output: out/./latest.pth\n"
-    )
+    text = "jobs:\n  - id: a\n    output: out/latest.pth\n  - id: b\n    output: out/./latest.pth\n"
     rel = write(campaign, "o.yaml", text)
     result = man(run, rel)
     assert result.where() == [(rel, 5, "MAN006")]

@@ -15,7 +15,9 @@ def test_clean_fixture_is_silent(campaign: Path, run) -> None:  # type: ignore[n
 
 def test_invalid_policy_value_at_its_line(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
     text = (campaign / "campaign.yaml").read_text()
-    (campaign / "campaign.yaml").write_text(text.replace("name: demo-campaign", "name: Demo Campaign"))
+    (campaign / "campaign.yaml").write_text(
+        text.replace("name: demo-campaign", "name: Demo Campaign")
+    )
     result = pol(run)
     assert result.where() == [("campaign.yaml", 2, "POLICY001")]
 
@@ -37,7 +39,11 @@ def test_authorized_backend_without_page(campaign: Path, run) -> None:  # type: 
 
 
 def test_smoke_backend_must_be_authorized(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    text = (campaign / "campaign.yaml").read_text().replace("smoke_backend: local", "smoke_backend: crux")
+    text = (
+        (campaign / "campaign.yaml")
+        .read_text()
+        .replace("smoke_backend: local", "smoke_backend: crux")
+    )
     (campaign / "campaign.yaml").write_text(text)
     assert pol(run).where() == [("campaign.yaml", 9, "POLICY001")]
 
@@ -50,10 +56,17 @@ def test_policy_yaml_syntax_error(campaign: Path, run) -> None:  # type: ignore[
 
 def test_backend_front_matter_errors_use_file_lines(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
     page = campaign / "backends" / "local.md"
-    text = page.read_text().replace("kind: local", "kind: laptop").replace("    purpose: smoke", "    purpose: testing")
+    text = (
+        page.read_text()
+        .replace("kind: local", "kind: laptop")
+        .replace("    purpose: smoke", "    purpose: testing")
+    )
     page.write_text(text)
     result = pol(run)
-    assert result.where() == [("backends/local.md", 3, "POLICY003"), ("backends/local.md", 11, "POLICY003")]
+    assert result.where() == [
+        ("backends/local.md", 3, "POLICY003"),
+        ("backends/local.md", 11, "POLICY003"),
+    ]
 
 
 def test_backend_page_without_front_matter(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
@@ -91,7 +104,10 @@ def test_failure_catalog_errors(campaign: Path, run) -> None:  # type: ignore[no
     assert result.where() == [("failures.yaml", 13, "POLICY004")]
     path.write_text(path.read_text().replace("category: gremlins", "category: other"))
     result = pol(run)
-    assert result.where() == [("failures.yaml", 12, "POLICY004"), ("failures.yaml", 14, "POLICY004")]
+    assert result.where() == [
+        ("failures.yaml", 12, "POLICY004"),
+        ("failures.yaml", 14, "POLICY004"),
+    ]
     messages = [str(f["message"]) for f in result.json()["findings"]]
     assert "duplicate id 'crlf-script' (first at line 3)" in messages[0]
     assert "not a valid regex" in messages[1]
@@ -100,7 +116,9 @@ def test_failure_catalog_errors(campaign: Path, run) -> None:  # type: ignore[no
 def test_failure_sample_must_match_a_matcher(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
     path = campaign / "failures.yaml"
     text = path.read_text().replace(
-        "    symptom:", "    samples:\n      - \"line 3: $'\\\\r': command not found\"\n      - \"nothing like it\"\n    symptom:", 1
+        "    symptom:",
+        '    samples:\n      - "line 3: $\'\\\\r\': command not found"\n      - "nothing like it"\n    symptom:',
+        1,
     )
     path.write_text(text)
     result = pol(run)
