@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
+from campaignops.errors import InputError
+
 MANIFEST = "manifests"
 BACKEND = "backends"
 QUEUE = "queues"
@@ -113,3 +115,15 @@ def find_root(start: Path) -> Path | None:
         if (candidate / POLICY_FILE).is_file():
             return candidate
     return None
+
+
+def root_relative(raw: str, *, root: Path, cwd: Path, hint: str) -> str:
+    """``raw`` (relative to ``cwd``, or absolute) as a POSIX path relative to ``root``.
+
+    Normalised lexically, not resolved: a symlink is judged where it stands, by the FileReader.
+    """
+    absolute = Path(os.path.normpath(cwd.resolve() / raw))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        raise InputError(path=raw, message=f"outside the campaign root {root}", hint=hint) from None

@@ -158,18 +158,6 @@ def next_version(rel: str, *, taken: set[str]) -> str:
         n += 1
 
 
-def _root_relative(raw: str, *, root: Path, cwd: Path) -> str:
-    absolute = Path(os.path.normpath(cwd.resolve() / raw))
-    try:
-        return absolute.relative_to(root).as_posix()
-    except ValueError:
-        raise InputError(
-            path=raw,
-            message=f"outside the campaign root {root}",
-            hint="lock wrappers inside the campaign repository",
-        ) from None
-
-
 def read(root: Path) -> str:
     """The lock file's text ("" when there is none yet); refuses one that is not UTF-8 text."""
     lines, torn = journal.read_lines(root / layout.LOCK_FILE)
@@ -216,7 +204,9 @@ def lock(
     next_line += len(new_lines)
     result: list[LockEntry] = []
     for raw in paths:
-        rel = _root_relative(raw, root=root, cwd=cwd)
+        rel = layout.root_relative(
+            raw, root=root, cwd=cwd, hint="lock wrappers inside the campaign repository"
+        )
         if not os.path.lexists(root / rel):
             raise InputError(path=rel, message="no such file", hint="check the path")
         data = reader.read_bytes(rel)

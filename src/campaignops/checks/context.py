@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,7 +12,7 @@ from typing import Any
 
 from campaignops import layout
 from campaignops import policy as policy_mod
-from campaignops.errors import InputError, UsageError, YamlSyntaxError
+from campaignops.errors import UsageError, YamlSyntaxError
 from campaignops.files import FileReader
 
 
@@ -63,18 +62,6 @@ class CheckContext:
                 yield rel, parsed[0], parsed[1]
 
 
-def _relative(path: str, *, root: Path, cwd: Path) -> str:
-    absolute = Path(os.path.normpath(cwd / path))
-    try:
-        return absolute.relative_to(root).as_posix()
-    except ValueError:
-        raise InputError(
-            path=path,
-            message=f"outside the campaign root {root}",
-            hint="run campaign check from inside the campaign, or pass paths under its root",
-        ) from None
-
-
 def _looks_like_script(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
@@ -116,7 +103,12 @@ def build(
     relpaths: list[str] = []
     if paths:
         for raw in paths:
-            rel = _relative(raw, root=root, cwd=cwd.resolve())
+            rel = layout.root_relative(
+                raw,
+                root=root,
+                cwd=cwd,
+                hint="run campaign check from inside the campaign, or pass paths under its root",
+            )
             full = root / rel
             if full.is_dir() and not full.is_symlink():
                 sub = layout.walk(full)
