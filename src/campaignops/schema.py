@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from campaignops.compiled import UnsupportedSchema, compile_schema
 
 MANIFEST = "manifest"
 POLICY = "policy"
@@ -36,6 +38,16 @@ def load(name: str) -> dict[str, Any]:
     text = resources.files("campaignops.schemas").joinpath(f"{name}.schema.json").read_text()
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+@cache
+def _fast(name: str) -> Callable[[Any], bool]:
+    """The compiled yes/no check; jsonschema's own when the compiler cannot take the schema."""
+    try:
+        return compile_schema(load(name))
+    except UnsupportedSchema:
+        validator = _validator(name)
+        return lambda data: bool(validator.is_valid(data))
 
 
 @cache
@@ -64,12 +76,12 @@ def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
 
 def validate(name: str, data: Any) -> Iterator[SchemaError]:
     """Errors of ``data`` against schema ``name``; nothing when valid (checked fast first)."""
-    validator = _validator(name)
     try:
-        if validator.is_valid(data):
+        if _fast(name)(data):
             return
     except TypeError:
         pass  # jsonschema's patternProperties assume string keys: reported just below
+    validator = _validator(name)
     bad = _non_string_key(data, ())
     if bad is not None:
         yield SchemaError(
