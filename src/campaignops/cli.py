@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import __version__, layout, lockfile, views
+from campaignops import __version__, layout
 from campaignops.checks import context, registry, report
 from campaignops.errors import CampaignError
 
@@ -60,6 +60,8 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops import lockfile  # command modules load on use: `check` starts faster
+
     root = layout.find_root(Path.cwd()) or Path.cwd()
     entries = lockfile.lock(root=root, paths=args.paths, cwd=Path.cwd(), today=args.today)
     for entry in entries:
@@ -68,6 +70,8 @@ def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops import views
+
     root = layout.find_root(Path.cwd())
     if root is None:
         print(f"campaign: error: no {layout.POLICY_FILE} here or above", file=err)
