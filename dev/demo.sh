@@ -12,6 +12,12 @@ export PATH="$here/.venv/bin:$PATH"
 demo="${1:-$(mktemp -d)/demo-campaign}"
 cp -R "$here/tests/fixtures/clean" "$demo"
 cd "$demo"
+# The example's facts carry fixed verified stamps; a real campaign re-verifies them. Stamp them with
+# this month so the clean run stays clean whenever the demo is run (STALE ages them otherwise).
+month="$(date +%Y-%m)"
+grep -rl 'verified' --include='*.md' --include='*.yaml' . |
+  xargs sed -i -E "/verified/ s/\b[0-9]{4}-(0[1-9]|1[0-2])\b/$month/g"
+campaign render >/dev/null
 git init --quiet
 git add -A
 git -c user.name=demo -c user.email=demo@example.org commit --quiet -m "demo campaign"
