@@ -1,0 +1,144 @@
+"""The CLI surface: output formats compared in full, exit codes, help, `python -m`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from campaignops.checks import registry
+
+DUP = "jobs:\n  - id: a\n  - id: a\n"
+
+
+def plant(campaign: Path) -> str:
+    rel = "manifests/dup.yaml"
+    (campaign / rel).write_text(DUP)
+    return rel
+
+
+def test_text_format_in_full(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    plant(campaign)
+    result = run("check", "--select", "MAN")
+    assert result.code == 1
+    assert result.out == (
+        "manifests/dup.yaml:3:9: MAN002 duplicate target id 'a' (first defined at line 2)\n"
+        "  hint: give every target a unique id; for grids, put every grid key in template.id\n"
+        "1 finding in 1 file.\n"
+    )
+    assert result.err == ""
+
+
+def test_github_format_in_full(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    plant(campaign)
+    result = run("check", "--select", "MAN", "--format", "github")
+    assert result.code == 1
+    assert result.out == (
+        "::error file=manifests/dup.yaml,line=3,col=9,title=MAN002::MAN002 duplicate target id"
+        " 'a' (first defined at line 2) (hint: give every target a unique id; for grids, put"
+        " every grid key in template.id)\n"
+    )
+
+
+def test_github_format_escapes_properties_and_data(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # A comma or colon in a file name would end the property; a newline would end the command.
+    (campaign / "manifests" / "a,b:c.yaml").write_text(DUP)
+    out = run("check", "--select", "MAN", "--format", "github").out
+    assert out.startswith("::error file=manifests/a%2Cb%3Ac.yaml,line=3,")
+
+
+def test_json_format_shape(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    plant(campaign)
+    data = json.loads(run("check", "--select", "MAN", "--format", "json").out)
+    assert data == {
+        "findings": [
+            {
+                "path": "manifests/dup.yaml",
+                "line": 3,
+                "col": 9,
+                "id": "MAN002",
+                "message": "duplicate target id 'a' (first defined at line 2)",
+                "hint": "give every target a unique id; for grids, put every grid key in template.id",
+            }
+        ],
+        "errors": [],
+    }
+
+
+def test_paths_are_shown_relative_to_the_working_directory(
+    campaign: Path, run, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    plant(campaign)
+    monkeypatch.chdir(campaign / "manifests")
+    result = run("check", "--select", "MAN", "--format", "json")
+    assert result.where() == [("dup.yaml", 3, "MAN002")]
+
+
+def test_clean_campaign_exits_0_silently(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    result = run("check")
+    assert (result.code, result.out, result.err) == (0, "", "")
+
+
+def test_checks_lists_every_id(run) -> None:  # type: ignore[no-untyped-def]
+    out = run("checks").out
+    for family in registry.FAMILIES.values():
+        assert f"{family.name}: {family.summary}" in out
+        for cid in family.codes:
+            assert f"  {cid}  " in out
+
+
+def test_ids_are_family_plus_three_digits() -> None:
+    for name, family in registry.FAMILIES.items():
+        for cid in family.codes:
+            assert cid[: len(name)] == name and cid[len(name) :].isdigit()
+            assert len(cid) == len(name) + 3
+
+
+def test_help_documents_every_check_option() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "campaignops", "check", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for option in ("--select", "--ignore", "--base", "--fix", "--today", "--format", "PATH"):
+        assert option in out
+    assert "exit codes: 0 clean, 1 findings, 2 usage error or unreadable input" in out
+
+
+def test_every_command_has_help() -> None:
+    for command in ("check", "lock", "render", "checks"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "campaignops", command, "--help"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0 and "usage: campaign" in proc.stdout
+
+
+def test_version_and_module_entry_point() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "campaignops", "--version"], capture_output=True, text=True
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "campaignops 0.1.0")
+
+
+def test_unknown_select_is_a_usage_error(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    result = run("check", "--select", "MAN99")
+    assert result.code == 2
+    assert "--select MAN99: no such check family or ID" in result.err
+
+
+def test_closed_pipe_is_not_a_traceback(campaign: Path) -> None:
+    for i in range(200):
+        (campaign / "manifests" / f"d{i}.yaml").write_text(DUP)
+    proc = subprocess.run(
+        f"{sys.executable} -m campaignops check | head -1",
+        shell=True,
+        cwd=campaign,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout.startswith("manifests/d0.yaml:3:9: MAN002")
+    assert "Traceback" not in proc.stderr
