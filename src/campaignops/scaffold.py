@@ -1,0 +1,185 @@
+"""`campaign new`: render a campaign repository from the template and make its first commit.
+
+The template (copier.yml + template/) ships inside the package as campaignops/_template; in a
+source checkout it is the repository root. Both engines render the same source; answers are
+validated here first (campaignops.answers), so a refused answer never reaches an engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from campaignops import answers as answers_mod
+from campaignops.errors import CampaignError, UsageError
+
+ENGINES = ("copier", "cookiecutter")
+
+
+@dataclass(frozen=True)
+class Generated:
+    path: Path
+    engine: str
+    commit: str
+    answers: Mapping[str, str]
+
+
+def template_root() -> Path:
+    """Where copier.yml and template/ are: in the installed package, or in the source checkout."""
+    shipped = Path(str(resources.files("campaignops"))) / "_template"
+    if (shipped / "copier.yml").is_file():
+        return shipped
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "copier.yml").is_file():
+        return checkout
+    raise CampaignError(
+        message="the campaign template is missing from this installation",
+        hint="reinstall campaignops (pip install --force-reinstall campaignops)",
+    )
+
+
+def resolve_answers(
+    *, directory: Path, given: Mapping[str, str], ask: Callable[[answers_mod.Question, str], str]
+) -> dict[str, str]:
+    """Answers in question order: given ones, then derived defaults, then ``ask`` for the rest.
+
+    The directory's name is the default slug (and name), so `campaign new my-campaign` gives
+    a campaign called my-campaign.
+    """
+    unknown = sorted(set(given) - set(answers_mod.NAMES))
+    if unknown:
+        raise UsageError(
+            message=f"unknown question(s): {', '.join(unknown)}",
+            hint="questions are: " + ", ".join(answers_mod.NAMES),
+        )
+    result: dict[str, str] = {}
+    for q in answers_mod.QUESTIONS:
+        if q.name in given:
+            result[q.name] = given[q.name]
+            continue
+        default = q.default
+        if q.name in ("campaign_slug", "campaign_name"):
+            default = directory.name
+        elif q.name == "notify_email":
+            default = result["owner_email"]
+        elif q.name == "smoke_backend":
+            default = result["backends"].split(",")[0]
+        result[q.name] = ask(q, default)
+    return result
+
+
+def _check(answers: Mapping[str, str], *, directory: Path) -> None:
+    problems = answers_mod.validate(answers)
+    if problems:
+        raise UsageError(
+            message="refused answers:\n  " + "\n  ".join(problems.values()),
+            hint="fix them with --data NAME=VALUE (see campaign new --help)",
+        )
+    if answers["campaign_slug"] != directory.name:
+        raise UsageError(
+            message=f"campaign_slug {answers['campaign_slug']!r} differs from the directory "
+            f"name {directory.name!r}",
+            hint="name the directory after the slug (cookiecutter creates it from the slug)",
+        )
+
+
+def _render_copier(root: Path, dest: Path, answers: Mapping[str, str]) -> None:
+    import copier
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        copier.run_copy(
+            str(root), str(dest), data=dict(answers), defaults=True, quiet=True, unsafe=False
+        )
+
+
+def _render_cookiecutter(root: Path, dest: Path, answers: Mapping[str, str]) -> None:
+    from cookiecutter.main import cookiecutter
+
+    cookiecutter(
+        str(root),
+        directory="template",
+        no_input=True,
+        extra_context=dict(answers),
+        output_dir=str(dest.parent),
+        accept_hooks=True,
+    )
+
+
+RENDERERS: Mapping[str, Callable[[Path, Path, Mapping[str, str]], None]] = {
+    "copier": _render_copier,
+    "cookiecutter": _render_cookiecutter,
+}
+
+
+def _first_commit(dest: Path, answers: Mapping[str, str]) -> str:
+    import git
+
+    repo = git.Repo.init(dest, initial_branch="main")
+    repo.git.add(A=True)
+    with repo.config_reader() as cfg:
+        has_identity = cfg.has_option("user", "email")
+    actor = None if has_identity else git.Actor(answers["owner_name"], answers["owner_email"])
+    commit = repo.index.commit(
+        f"New campaign {answers['campaign_slug']} (campaignops template)",
+        author=actor,
+        committer=actor,
+    )
+    return str(commit.hexsha)
+
+
+def generate(
+    *,
+    directory: Path,
+    answers: Mapping[str, str],
+    engine: str = "copier",
+) -> Generated:
+    """Render the campaign into ``directory`` (which must not exist or be empty) and commit it."""
+    if engine not in RENDERERS:
+        raise UsageError(message=f"unknown engine {engine!r}", hint="use copier or cookiecutter")
+    _check(answers, directory=directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise UsageError(
+            message=f"{directory} exists and is not empty",
+            hint="choose a new directory: campaign new never overwrites files",
+        )
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    if directory.is_dir():
+        directory.rmdir()  # cookiecutter refuses an existing output directory
+    try:
+        RENDERERS[engine](template_root(), directory, answers)
+    except CampaignError:
+        raise
+    except Exception as exc:  # an engine's own failure: report it, do not leave half a campaign
+        raise CampaignError(
+            message=f"{engine} could not render the template: {_one_line(exc)}",
+            hint="run again with the other --engine, and report this as a bug",
+        ) from exc
+    commit = _first_commit(directory, answers)
+    return Generated(path=directory, engine=engine, commit=commit, answers=dict(answers))
+
+
+def _one_line(exc: BaseException) -> str:
+    return re.sub(r"\s+", " ", str(exc)).strip()[:300] or type(exc).__name__
+
+
+def parse_data(pairs: list[str]) -> dict[str, str]:
+    data: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(
+                message=f"--data {pair!r}: expected NAME=VALUE", hint="e.g. --data domain=md"
+            )
+        data[name.strip()] = value
+    return data
+
+
+def environment_ok() -> bool:
+    """Whether a terminal is there to ask questions on."""
+    return os.isatty(0)
