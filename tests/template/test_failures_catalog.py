@@ -1,0 +1,267 @@
+"""The template's failure catalog: rendered for every domain, checked entry by entry.
+
+The catalog is a Jinja template (domain entries sit in `{% if cookiecutter.domain == ... %}`
+blocks), so each test renders it with a plain Jinja environment, as both engines do, and
+inspects the YAML that a generated campaign would hold.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+
+from campaignops import schema, yamldoc
+from campaignops.stamps import find_stamps
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template" / "{{cookiecutter.campaign_slug}}" / "failures.yaml"
+DOMAINS = ("other", "md", "ml-training", "quantum-chemistry")
+SPECIFIC_DOMAINS = ("md", "ml-training", "quantum-chemistry")
+MIN_COMMON_ENTRIES = 40
+MIN_DOMAIN_ENTRIES = 3
+# (entry whose matcher fires, entry whose sample it fires on) pairs that are meant to overlap.
+# ENOSPC reads the same whether bytes or inodes ran out: both entries are shown, `df -h` and
+# `df -i` decide. Every other cross-match is a catalog bug.
+INTENDED_OVERLAPS = frozenset(
+    {("disk-full", "inode-exhaustion"), ("inode-exhaustion", "disk-full")}
+)
+# Each backend-specific group of entries names only backends of its kind.
+SLURM = {"alpine", "generic-slurm"}
+PBS = {"polaris", "crux", "generic-pbs"}
+KNOWN_BACKENDS = SLURM | PBS | {"kubernetes", "generic-ssh", "vast-ai", "runpod", "lambda", "local"}
+YEAR_MONTH = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])\Z")
+URL = re.compile(r"https://\S+")
+
+Entry = dict[str, Any]
+
+
+@functools.cache
+def render(domain: str) -> str:
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
+        cookiecutter={"domain": domain}
+    )
+
+
+def catalog(domain: str) -> dict[str, Any]:
+    data: dict[str, Any] = yamldoc.load(render(domain), path="failures.yaml")
+    return data
+
+
+def entries(domain: str) -> list[Entry]:
+    found: list[Entry] = catalog(domain)["failures"]
+    return found
+
+
+# --- checks, as functions so their own tests can feed them broken catalogs ---------------------
+
+
+def bad_matchers(items: Iterable[Entry]) -> list[str]:
+    """Matchers that do not compile, or that match none of their own entry's samples."""
+    problems = []
+    for e in items:
+        for pattern in e["matchers"]:
+            try:
+                rx = re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"{e['id']}: {pattern!r} does not compile ({exc})")
+                continue
+            if not any(rx.search(s) for s in e.get("samples") or ()):
+                problems.append(f"{e['id']}: {pattern!r} matches none of the entry's samples")
+    return problems
+
+
+def unmatched_samples(items: Iterable[Entry]) -> list[str]:
+    """Samples that no matcher of their own entry matches (POLICY004's rule, restated)."""
+    problems = []
+    for e in items:
+        rxs = [re.compile(p) for p in e["matchers"]]
+        for s in e.get("samples") or ():
+            if not any(rx.search(s) for rx in rxs):
+                problems.append(f"{e['id']}: sample {s!r} is matched by none of its matchers")
+    return problems
+
+
+def overlaps(items: Sequence[Entry]) -> set[tuple[str, str]]:
+    """(a, b) for every entry a with a matcher that matches a sample of another entry b."""
+    found = set()
+    for a in items:
+        rxs = [re.compile(p) for p in a["matchers"]]
+        for b in items:
+            if b["id"] != a["id"] and any(
+                rx.search(s) for rx in rxs for s in b.get("samples") or ()
+            ):
+                found.add((a["id"], b["id"]))
+    return found
+
+
+def duplicate_ids(items: Iterable[Entry]) -> list[str]:
+    seen: set[str] = set()
+    dupes = []
+    for e in items:
+        if e["id"] in seen:
+            dupes.append(e["id"])
+        seen.add(e["id"])
+    return dupes
+
+
+def category_vocabulary() -> set[str]:
+    vocabulary: list[str] = schema.load(schema.FAILURES)["$defs"]["category"]["enum"]
+    return set(vocabulary)
+
+
+# --- the checks must be able to fail ------------------------------------------------------------
+
+BROKEN: list[Entry] = [
+    {"id": "a", "matchers": ["No space left"], "samples": ["No space left on device"]},
+    {"id": "a", "matchers": ["(unclosed"], "samples": ["whatever"]},
+    {"id": "c", "matchers": ["never matches"], "samples": ["No space left on device: x"]},
+]
+
+
+def test_checks_catch_a_broken_catalog() -> None:
+    assert duplicate_ids(BROKEN) == ["a"]
+    assert any("does not compile" in p for p in bad_matchers(BROKEN))
+    assert any("'never matches' matches none" in p for p in bad_matchers(BROKEN))
+    assert unmatched_samples([BROKEN[0], BROKEN[2]]) == [
+        "c: sample 'No space left on device: x' is matched by none of its matchers"
+    ]
+    assert overlaps([BROKEN[0], BROKEN[2]]) == {("a", "c")}
+
+
+# --- the catalog --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_rendered_catalog_is_schema_valid(domain: str) -> None:
+    data = catalog(domain)
+    errors = [e.message for e in schema.validate(schema.FAILURES, data)]
+    assert errors == []
+    assert data["version"] == 1
+
+
+def test_template_has_no_stray_jinja() -> None:
+    raw = TEMPLATE.read_text(encoding="utf-8")
+    assert "{{" not in raw and "{#" not in raw
+    tags = re.findall(r"\{%-?\s*(.*?)\s*-?%\}", raw)
+    allowed = {f"if cookiecutter.domain == '{d}'" for d in SPECIFIC_DOMAINS} | {"endif"}
+    assert set(tags) <= allowed
+    for domain in DOMAINS:
+        text = render(domain)
+        assert "{%" not in text and "%}" not in text
+        assert text.endswith("\n") and not text.endswith("\n\n")
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_ids_are_unique(domain: str) -> None:
+    assert duplicate_ids(entries(domain)) == []
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_matcher_compiles_and_matches_one_of_its_samples(domain: str) -> None:
+    items = entries(domain)
+    assert all(e.get("samples") for e in items), "every entry carries samples"
+    assert bad_matchers(items) == []
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_sample_is_matched_by_its_own_entry(domain: str) -> None:
+    assert unmatched_samples(entries(domain)) == []
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_no_matcher_claims_another_entrys_sample(domain: str) -> None:
+    found = overlaps(entries(domain))
+    assert found - INTENDED_OVERLAPS == set()
+    # The allowlist stays honest: every intended overlap still happens.
+    assert found >= INTENDED_OVERLAPS
+
+
+def test_common_entries_are_enough_and_domain_free() -> None:
+    common = entries("other")
+    assert len(common) >= MIN_COMMON_ENTRIES
+    assert all("domains" not in e for e in common)
+
+
+@pytest.mark.parametrize("domain", SPECIFIC_DOMAINS)
+def test_domain_entries_appear_only_for_their_domain(domain: str) -> None:
+    common_ids = [e["id"] for e in entries("other")]
+    mine = entries(domain)
+    assert [e["id"] for e in mine[: len(common_ids)]] == common_ids
+    extra = mine[len(common_ids) :]
+    assert len(extra) >= MIN_DOMAIN_ENTRIES
+    assert all(e.get("domains") == [domain] for e in extra)
+    extra_ids = {e["id"] for e in extra}
+    for other in DOMAINS:
+        if other != domain:
+            assert extra_ids.isdisjoint(e["id"] for e in entries(other))
+
+
+def test_categories_cover_the_vocabulary() -> None:
+    # The seeds' catalogs touch every category; the common entries alone must use each one.
+    used = {e["category"] for e in entries("other")}
+    assert used == category_vocabulary()
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_entries_are_sourced_and_stamped(domain: str) -> None:
+    items = entries(domain)
+    for e in items:
+        assert YEAR_MONTH.match(e["verified"]), e["id"]
+        assert e["source"].strip(), e["id"]
+        assert URL.search(e["source"]) or "seed" in e["source"], e["id"]
+        for field in ("title", "symptom", "cause", "fix"):
+            assert e.get(field, "").strip(), (e["id"], field)
+    # The only stamps in the file are the entries' `verified:` keys: no prose in a symptom or
+    # fix is misread as a stamp by STALE.
+    stamps = find_stamps(render(domain), yaml_like=True)
+    assert len(stamps) == len(items)
+    assert all(s.key_line and s.date is not None for s in stamps)
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_backend_lists_name_known_backends_of_one_kind(domain: str) -> None:
+    for e in entries(domain):
+        backends = set(e.get("backends") or ())
+        assert backends <= KNOWN_BACKENDS, e["id"]
+        if e["id"].startswith("slurm-"):
+            assert backends == SLURM, e["id"]
+        if e["id"].startswith("pbs-"):
+            assert backends == PBS, e["id"]
+        if e["id"].startswith("k8s-"):
+            assert backends == {"kubernetes"}, e["id"]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_rendered_catalog_passes_campaign_check(
+    domain: str,
+    campaign: Path,
+    run: Callable[..., Any],
+) -> None:
+    (campaign / "failures.yaml").write_text(render(domain), encoding="utf-8", newline="\n")
+    result = run("check", "--select", "POLICY,STALE,EOL", "--format", "json")
+    assert result.json()["findings"] == []
+    assert result.code == 0
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_check_flags_a_catalog_whose_sample_drifted(
+    domain: str,
+    campaign: Path,
+    run: Callable[..., Any],
+) -> None:
+    # The same catalog with one sample edited away from its matcher must fail POLICY.
+    text = render(domain).replace(
+        "'OSError: [Errno 28] No space left on device'", "'OSError: [Errno 28] disk is full'", 1
+    )
+    assert text != render(domain)
+    (campaign / "failures.yaml").write_text(text, encoding="utf-8", newline="\n")
+    result = run("check", "--select", "POLICY", "--format", "json")
+    assert result.code == 1
+    assert result.ids() == ["POLICY004"]
