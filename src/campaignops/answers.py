@@ -23,8 +23,10 @@ YES_NO = ("yes", "no")
 SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
 EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"
 # Printable text without control characters (newlines included): answers land in Markdown
-# headings, YAML and commit messages, where a newline would start a new construct.
-TEXT = r"^[^\x00-\x1f\x7f]*$"
+# headings, YAML and commit messages, where a newline would start a new construct. No Jinja
+# delimiters either: cookiecutter renders every answer as a template (unsandboxed) before any
+# hook can refuse it, so `{{ … }}` in an answer would be evaluated, not printed.
+TEXT = r"^(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f]*$"
 BACKEND_LIST = r"^(" + "|".join(BACKENDS) + r")(,(" + "|".join(BACKENDS) + r"))*$"
 INTEGER = r"^[0-9]{1,9}$"
 NUMBER = r"^[0-9]{1,9}(\.[0-9]{1,4})?$"
@@ -57,11 +59,11 @@ QUESTIONS: tuple[Question, ...] = (
 NAMES = tuple(q.name for q in QUESTIONS)
 
 MESSAGES: Mapping[str, str] = {
-    "campaign_name": "campaign_name must be 1-100 printable characters on one line",
+    "campaign_name": "campaign_name must be 1-100 printable characters on one line, without {{, {% or {#",
     "campaign_slug": "campaign_slug must be lowercase letters, digits and dashes, start with a "
     "letter or digit, at most 63 characters",
-    "description": "description must be at most 500 printable characters on one line",
-    "owner_name": "owner_name must be 1-100 printable characters on one line",
+    "description": "description must be at most 500 printable characters on one line, without {{, {% or {#",
+    "owner_name": "owner_name must be 1-100 printable characters on one line, without {{, {% or {#",
     "owner_email": "owner_email must be an e-mail address like name@example.org",
     "notify_email": "notify_email must be an e-mail address like name@example.org",
     "backends": "backends must be a comma-separated list (no spaces, no repeats) of: "
