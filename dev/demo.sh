@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job, end to end on this machine: install campaignops, copy the example campaign into a
-# fresh git repository, check it (clean), plant two classic defects, watch `campaign check` catch
-# them with path:line and a hint, repair one with --fix, and print where to look.
+# The main job, end to end on this machine: install campaignops, create a campaign with
+# `campaign new` (template → git init → first commit), check it (clean), run its example smoke
+# on the local machine, plant two classic defects and watch `campaign check` catch them with
+# path:line and a hint, repair one with --fix, and print where to look.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python3 -m venv "$here/.venv"
@@ -10,20 +11,25 @@ python3 -m venv "$here/.venv"
 export PATH="$here/.venv/bin:$PATH"
 
 demo="${1:-$(mktemp -d)/demo-campaign}"
-cp -R "$here/tests/fixtures/clean" "$demo"
+echo "== campaign new $demo --defaults"
+campaign new "$demo" --defaults
 cd "$demo"
-# The example's facts carry fixed verified stamps; a real campaign re-verifies them. Stamp them with
-# this month so the clean run stays clean whenever the demo is run (STALE ages them otherwise).
+# The template's backend facts carry the month they were verified; STALE ages them. A real
+# campaign re-verifies them; the demo stamps them with this month so its clean run stays clean.
 month="$(date +%Y-%m)"
 grep -rl 'verified' --include='*.md' --include='*.yaml' . |
   xargs sed -i -E "/verified/ s/\b[0-9]{4}-(0[1-9]|1[0-2])\b/$month/g"
 campaign render >/dev/null
-git init --quiet
-git add -A
-git -c user.name=demo -c user.email=demo@example.org commit --quiet -m "demo campaign"
+git -c user.name=demo -c user.email=demo@example.org commit --quiet -am "Re-verify stamps" >/dev/null || true
 
-echo "== campaign check on a clean campaign"
+echo
+echo "== campaign check on the new campaign"
 campaign check && echo "clean (exit 0)"
+
+echo
+echo "== the example smoke, on this machine (what \`campaign submit --stage smoke\` will run)"
+CAMPAIGN_OUT=runs bash scripts/run_queue.v1.sh queues/example.txt
+echo "outputs: $(find runs -name metrics.json | sort | tr '\n' ' ')"
 
 echo
 echo "== plant a CRLF wrapper script and a duplicate target id"
@@ -42,5 +48,6 @@ campaign check --select EOL && echo "line endings clean (exit 0)"
 
 echo
 echo "Look at: $demo"
-echo "  campaign.yaml (policy), manifests/, backends/, queues/, scripts/, failures.yaml"
-echo "  run 'campaign check --help' and 'campaign checks' for every option and ID"
+echo "  AGENTS.md (rules), HPC_PLAYBOOK.md, campaign.yaml (policy), backends/, failures.yaml,"
+echo "  manifests/example.yaml, queues/example.txt, runs/ (the smoke's outputs), STATUS.md"
+echo "  'campaign --help' lists every command"

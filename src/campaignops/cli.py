@@ -106,6 +106,8 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     answers = scaffold.resolve_answers(directory=directory, given=given, ask=ask)
     made = scaffold.generate(directory=directory, answers=answers, engine=args.engine)
     shown = os.path.relpath(made.path, Path.cwd())
+    if shown.startswith(".."):
+        shown = str(made.path)
     print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
     print("Next:", file=out)
     for step in (
