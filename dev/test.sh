@@ -7,8 +7,8 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
 export PATH="$PWD/.venv/bin:$PATH"
-ruff check src tests bench
-ruff format --check src tests bench
+ruff check src tests bench dev
+ruff format --check src tests bench dev
 mypy
 # pytest exits 5 when it collected no test: that fails this script too, as it should.
 python -m pytest "$@"
