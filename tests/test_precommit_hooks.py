@@ -31,7 +31,15 @@ from tests.conftest import FIXTURES, git
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
 # What a pip install of the hook repository needs; `schemas` is a symlink into the package.
-HOOK_REPO_ITEMS = ("src", "pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "schemas")
+HOOK_REPO_ITEMS = (
+    "src",
+    "pyproject.toml",
+    "README.md",
+    ".pre-commit-hooks.yaml",
+    "schemas",
+    "copier.yml",
+    "template",
+)
 TIMEOUT = 300  # a cold virtualenv build downloads from PyPI
 
 CRLF_SCRIPT = b"#!/usr/bin/env bash\r\nset -euo pipefail\r\necho prepare\r\n"
