@@ -1,0 +1,1 @@
+"""The runner: submit only from committed configs; gates, ledger, backends, status."""

@@ -1,0 +1,87 @@
+"""What the runner hands a backend: a scheduler-neutral job, and what a backend reports back.
+
+Backends are modules with a few narrow functions (see BACKEND_API in docs/architecture.md):
+render(spec) -> script text, submit_argv(script) -> argv, parse_job_id(stdout) -> id,
+query_argvs(ids) -> argvs, parse_states(outputs) -> {id: JobState}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+# Slurm's state names, used on every backend.
+STATES = (
+    "PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY",
+    "CANCELLED", "PREEMPTED", "NODE_FAIL", "UNKNOWN",
+)  # fmt: skip
+FINISHED = frozenset(
+    {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
+)
+# The variable every rendered script sets to the array index (0-based) before running a task.
+TASK_INDEX = "CAMPAIGN_TASK_INDEX"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A manifest's `resources` (schema: manifest.schema.json#/$defs/resources)."""
+
+    partition: str | None = None
+    queue: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = None  # [D-]HH:MM[:SS]
+    nodes: int | None = None
+    ntasks: int | None = None
+    cpus: int | None = None
+    mem: str | None = None  # e.g. "4G"
+    gpus: int | None = None
+    gpu_type: str | None = None
+    constraint: str | None = None
+    filesystems: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One submission: a single job (one task) or ONE array job (several tasks).
+
+    ``tasks`` holds one shell command per array index; the rendered script runs
+    ``tasks[$CAMPAIGN_TASK_INDEX]`` from ``workdir``. Commands are shell text composed by the
+    runner from committed manifests (never from template answers).
+    """
+
+    name: str  # <campaign>.<target>.<stage>
+    workdir: str  # absolute path of the campaign checkout on the submit host
+    tasks: tuple[str, ...]
+    resources: Resources = Resources()
+    max_parallel: int | None = None  # the array's %C
+    after: tuple[str, ...] = ()  # afterok dependencies (job ids)
+    mail_user: str | None = None  # mail on END and FAIL
+    comment: str = ""  # "<ledger_id> <commit>": lets status find a job whose result was lost
+    log_dir: str = "logs"  # relative to workdir
+    warning_seconds: int | None = None  # signal the batch shell this long before the limit
+    requeue: bool = False
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def is_array(self) -> bool:
+        return len(self.tasks) > 1
+
+
+@dataclass(frozen=True)
+class JobState:
+    """What a scheduler says of one job (for an array: of the whole array, folded)."""
+
+    job_id: str
+    state: str  # one of STATES
+    exit_code: int | None = None
+    name: str | None = None
+    comment: str | None = None
+    submitted: str | None = None  # ISO 8601 with zone
+    started: str | None = None
+    ended: str | None = None
+    elapsed_s: float | None = None
+    max_rss: str | None = None
+    req_mem: str | None = None
+    timelimit: str | None = None
