@@ -25,6 +25,9 @@ class Policy:
     stale_after_months: int = DEFAULT_STALE_AFTER_MONTHS
     require_pushed: bool = True
     max_parallel: int | None = None
+    require_smoke: bool = True
+    requeue: bool = False
+    warning_seconds: int | None = None
     globs: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
     )
@@ -56,7 +59,11 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
     name = data.get("name")
     notify = data.get("notify_email")
     smoke = data.get("smoke_backend")
+    warning = stages.get("warning_seconds") if isinstance(stages, dict) else None
     return Policy(
+        require_smoke=not (isinstance(stages, dict) and stages.get("require_smoke") is False),
+        requeue=isinstance(stages, dict) and stages.get("requeue") is True,
+        warning_seconds=warning if isinstance(warning, int) and warning > 0 else None,
         name=name if isinstance(name, str) else "",
         backends=_str_list(data.get("backends")) or (),
         smoke_backend=smoke if isinstance(smoke, str) else None,
