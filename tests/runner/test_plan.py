@@ -1,0 +1,137 @@
+"""Planning: a manifest and a stage become array JobSpecs, smoke replacing run-length args."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaignops import yamldoc
+from campaignops.errors import UsageError
+from campaignops.policy import Policy
+from campaignops.runner import plan
+from campaignops.runner.spec import Resources
+
+GRID = """\
+project: demo
+max_parallel: 2
+resources: {partition: debug, time: "01:00:00", mem: 4G}
+smoke:
+  args: {epochs: 2}
+  resources: {time: "00:10:00"}
+grid:
+  lr: [0.1, 0.01]
+template:
+  id: "lr${lr}"
+  cmd: python3 train.py --lr ${lr}
+  args: {epochs: 50, seed: 1}
+"""
+PHASES = """\
+phases:
+  - name: teach
+    grid: {N: [1, 2]}
+    template: {cmd: "python3 teach.py --n ${N}"}
+  - name: learn
+    depends_on: teach
+    jobs: [{id: s1, cmd: "python3 learn.py"}]
+"""
+POLICY = Policy(
+    name="demo-campaign",
+    notify_email="ada@example.org",
+    max_parallel=8,
+    requeue=True,
+    warning_seconds=360,
+)
+
+
+def doc(text: str):  # type: ignore[no-untyped-def]
+    return yamldoc.load(text, path="m.yaml")
+
+
+def test_smoke_replaces_run_length_args_and_resources() -> None:
+    (job,) = plan.plan(
+        doc=doc(GRID),
+        manifest_path="manifests/grid.yaml",
+        stage="smoke",
+        policy=POLICY,
+        workdir="/c",
+    )
+    assert job.targets == ("lr0.1", "lr0.01")
+    assert job.spec.tasks == (
+        "python3 train.py --lr 0.1 --epochs 2 --seed 1",
+        "python3 train.py --lr 0.01 --epochs 2 --seed 1",
+    )
+    assert job.spec.name == "demo-campaign.grid.smoke"
+    assert job.spec.resources == Resources(partition="debug", time="00:10:00", mem="4G")
+    assert (job.spec.max_parallel, job.spec.mail_user) == (2, "ada@example.org")
+    assert (job.spec.requeue, job.spec.warning_seconds) == (True, 360)
+
+
+def test_production_keeps_the_manifest_values() -> None:
+    (job,) = plan.plan(
+        doc=doc(GRID),
+        manifest_path="manifests/grid.yaml",
+        stage="production",
+        policy=POLICY,
+        workdir="/c",
+    )
+    assert job.spec.tasks[0] == "python3 train.py --lr 0.1 --epochs 50 --seed 1"
+    assert job.spec.resources.time == "01:00:00"
+
+
+def test_one_target_is_named_after_it() -> None:
+    (job,) = plan.plan(
+        doc=doc(GRID),
+        manifest_path="manifests/grid.yaml",
+        stage="single",
+        policy=POLICY,
+        workdir="/c",
+        only=["lr0.01"],
+    )
+    assert (job.spec.name, job.targets, job.spec.is_array) == (
+        "demo-campaign.lr0.01.single",
+        ("lr0.01",),
+        False,
+    )
+
+
+def test_phases_become_jobs_chained_in_order() -> None:
+    jobs = plan.plan(
+        doc=doc(PHASES),
+        manifest_path="manifests/p.yaml",
+        stage="production",
+        policy=POLICY,
+        workdir="/c",
+    )
+    assert [(j.group, j.targets, j.after_group) for j in jobs] == [
+        ("teach", ("teach_N1", "teach_N2"), None),
+        ("learn", ("s1",), "teach"),
+    ]
+
+
+def test_arguments_are_shell_quoted() -> None:
+    text = 'jobs: [{id: a, cmd: "python3 x.py", args: {note: "$(rm -rf ~); `id`"}}]\n'
+    (job,) = plan.plan(
+        doc=doc(text), manifest_path="m.yaml", stage="production", policy=POLICY, workdir="/c"
+    )
+    assert job.spec.tasks == ("python3 x.py --note '$(rm -rf ~); `id`'",)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"stage": "prod"}, "unknown stage"),
+        ({"only": ["nope"]}, "no target 'nope'"),
+        ({"stage": "single"}, "stage single runs one target; 2 selected"),
+    ],
+)
+def test_refusals(kwargs, message: str) -> None:  # type: ignore[no-untyped-def]
+    args = {
+        "doc": doc(GRID),
+        "manifest_path": "m.yaml",
+        "stage": "smoke",
+        "policy": POLICY,
+        "workdir": "/c",
+        **kwargs,
+    }
+    with pytest.raises(UsageError) as info:
+        plan.plan(**args)
+    assert message in info.value.message
