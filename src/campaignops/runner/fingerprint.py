@@ -1,0 +1,271 @@
+"""Identities: of a target's configuration (the fingerprint) and of a failure (the signature).
+
+**The fingerprint** says "the same config": same physics, same code path, same hardware shape;
+only the run length may differ. A smoke and a production of a target therefore share it, and the
+smoke-first gate can match one against the other. It is the sha256 of a canonical JSON form
+(sorted keys, no whitespace) of:
+
+- the manifest-level settings, minus what is not configuration: ``description`` (prose),
+  ``stage`` (what the manifest is meant for, not what it computes), ``backend`` (a smoke may run
+  on the policy's smoke_backend), ``max_parallel`` (how many run at once), ``smoke`` (the smoke's
+  own length and walltime) and the target sources (``jobs``, ``grid``, ``template``, ``phases``);
+- the names of the run-length keys (the keys of ``smoke.args``): adding a key there widens the
+  mask, so it must invalidate earlier smokes;
+- the target's phase settings, and the target itself: id, phase, expanded args, cmd, output and
+  its job/template settings.
+
+Masked (value replaced, key kept): every run-length key in an ``args`` mapping, ``--key V``,
+``--key=V``, ``-key V`` and ``key=V`` of a run-length key inside commands, and in every
+``resources`` the walltime and the placement (``time``, ``partition``, ``queue``, ``account``,
+``qos``): where and how long a job runs, not what it runs. Nodes, tasks, cpus, memory and GPUs
+stay: they are the parallelism and memory a smoke is there to test.
+
+**The signature** names a failure so the breaker can see the same crash three times in a row: the
+failure catalog's entry id when one of its matchers hits the log tail, else ``STATE:exit`` plus the
+last error-looking line with numbers, hex and paths masked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from campaignops import manifest
+from campaignops.errors import UsageError
+
+PREFIX = "sha256:"
+MASK = "<run-length>"
+# Resources that say where and how long, not what: masked in the fingerprint.
+PLACEMENT_KEYS = frozenset({"time", "partition", "queue", "account", "qos"})
+# Manifest-level keys that are not configuration, or are hashed per target instead.
+NOT_CONFIG = frozenset(
+    {
+        "description",
+        "stage",
+        "backend",
+        "max_parallel",
+        "smoke",
+        "jobs",
+        "grid",
+        "template",
+        "phases",
+    }
+)
+# Keys of a job or template hashed from the expanded Target instead (or not config: backend).
+_FROM_TARGET = frozenset({"id", "args", "cmd", "output", "output_check", "backend"})
+# Keys of a phase hashed elsewhere: its name is the target's phase, its sources are the targets.
+_PHASE_SOURCES = frozenset({"name", "jobs", "grid", "template"})
+
+
+def canonical(data: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal data, equal text, whatever the key order."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(data: Any) -> str:
+    return PREFIX + hashlib.sha256(canonical(data).encode("utf-8")).hexdigest()
+
+
+def run_length_keys(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys of ``smoke.args``, sorted: the args a smoke shortens."""
+    smoke = doc.get("smoke")
+    args = smoke.get("args") if isinstance(smoke, Mapping) else None
+    return tuple(sorted(str(k) for k in args)) if isinstance(args, Mapping) else ()
+
+
+def smoke_args(doc: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """A target's args for its smoke: the run-length keys set to the manifest's smoke values
+    (added when the target does not name them: its command may carry the production value)."""
+    smoke = doc.get("smoke")
+    overlay = smoke.get("args") if isinstance(smoke, Mapping) else None
+    return {**args, **(overlay if isinstance(overlay, Mapping) else {})}
+
+
+def _mask_args(args: Any, keys: Sequence[str]) -> Any:
+    if not isinstance(args, Mapping):
+        return args
+    return {k: MASK if k in keys else v for k, v in args.items()}
+
+
+def _mask_resources(resources: Any) -> Any:
+    if not isinstance(resources, Mapping):
+        return resources
+    return {k: MASK if k in PLACEMENT_KEYS else v for k, v in resources.items()}
+
+
+def _cmd_pattern(keys: Sequence[str]) -> re.Pattern[str] | None:
+    if not keys:
+        return None
+    names = "|".join(re.escape(k) for k in sorted(keys, key=len, reverse=True))
+    # --key V, --key=V, -key V, key=V (Hydra-style overrides); the value is one shell word.
+    return re.compile(rf"(?<![\w.-])((?:--?(?:{names})(?:=|\s+))|(?:(?:{names})=))[^\s;&|]+")
+
+
+def _mask_cmd(cmd: Any, pattern: re.Pattern[str] | None) -> Any:
+    if pattern is None or not isinstance(cmd, str):
+        return cmd
+    return pattern.sub(lambda m: m.group(1) + MASK, cmd)
+
+
+def manifest_config(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest-level part of every target's fingerprint, masked."""
+    keys = run_length_keys(doc)
+    pattern = _cmd_pattern(keys)
+    config = {k: v for k, v in doc.items() if k not in NOT_CONFIG}
+    if "resources" in config:
+        config["resources"] = _mask_resources(config["resources"])
+    if "default_cmd" in config:
+        config["default_cmd"] = _mask_cmd(config["default_cmd"], pattern)
+    return {"manifest": config, "run_length_keys": list(keys)}
+
+
+def _node(doc: Mapping[str, Any], where: manifest.Where) -> Any:
+    node: Any = doc
+    for step in where:
+        node = node[step]
+    return node
+
+
+def _source(doc: Mapping[str, Any], target: manifest.Target) -> Mapping[str, Any]:
+    """The job or template mapping a target was expanded from."""
+    where = target.id_at[:-1] if target.id_at and target.id_at[-1] == "id" else target.id_at
+    node = _node(doc, where)
+    return node if isinstance(node, Mapping) else {}
+
+
+def _phase_config(doc: Mapping[str, Any], name: str | None) -> dict[str, Any] | None:
+    if name is None:
+        return None
+    for phase in doc.get("phases") or ():
+        if isinstance(phase, Mapping) and phase.get("name") == name:
+            config = {k: v for k, v in phase.items() if k not in _PHASE_SOURCES}
+            if "resources" in config:
+                config["resources"] = _mask_resources(config["resources"])
+            return config
+    return None
+
+
+def fingerprints(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Every target's fingerprint, by target id, in one expansion of the manifest.
+
+    ``doc`` is a schema-valid manifest (``campaign check`` passes): expansion assumes it.
+    """
+    base = manifest_config(doc)
+    keys = base["run_length_keys"]
+    pattern = _cmd_pattern(keys)
+    out: dict[str, str] = {}
+    for target in manifest.targets(doc):
+        source = _source(doc, target)
+        own = {k: v for k, v in source.items() if k not in _FROM_TARGET}
+        if "resources" in own:
+            own["resources"] = _mask_resources(own["resources"])
+        own.update(
+            id=target.id,
+            phase=target.phase,
+            args=_mask_args(dict(target.args), keys),
+            cmd=_mask_cmd(target.cmd, pattern),
+            output=target.output,
+        )
+        out[target.id] = digest({**base, "phase": _phase_config(doc, target.phase), "target": own})
+    return out
+
+
+def target_fingerprint(doc: Mapping[str, Any], target_id: str) -> str:
+    """One target's fingerprint; use ``fingerprints`` for many (it expands the manifest once)."""
+    found = fingerprints(doc).get(target_id)
+    if found is None:
+        raise UsageError(
+            message=f"no target {target_id!r} in the manifest",
+            hint="list the manifest's targets with: campaign check (the ids are its jobs' ids "
+            "and its grids' expanded template ids)",
+        )
+    return found
+
+
+def submission_fingerprint(by_target: Mapping[str, str], targets: Iterable[str]) -> str:
+    """The fingerprint a ledger record carries for ``targets``: a lone target's own fingerprint,
+    else the digest of the sorted (target, fingerprint) pairs. A reader holding every target's
+    current fingerprint can recompute it and so tell whether a recorded run is of today's config.
+    """
+    ids = sorted(set(targets))
+    if len(ids) == 1:
+        return by_target[ids[0]]
+    return digest([[t, by_target[t]] for t in ids])
+
+
+# ------------------------------------------------------------------------------- signatures
+
+# A line that reports an error, as tools write them (Python, C runtimes, schedulers, shells).
+_ERROR_LINE = re.compile(
+    r"error|exception|traceback|fatal|abort|panic|killed|segmentation fault|core dumped"
+    r"|out of memory|\boom|failed|failure|cannot|can't|not found|no such file|denied|\bnan\b",
+    re.IGNORECASE,
+)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Masked in this order: paths (they hold digits), hex (ids, addresses, hashes), then numbers.
+_MASKS = (
+    (re.compile(r"(?<![\w/.~-])(?:~|\.{1,2})?/[^\s:'\"(),\[\]]+"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-fA-F-]*[a-fA-F])(?=[0-9a-fA-F-]*[0-9])[0-9a-fA-F-]{8,}\b"), "<hex>"),
+    (re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"), "<n>"),
+    (re.compile(r"\s+"), " "),
+)
+MAX_LINE = 200
+
+
+def normalise_line(line: str) -> str:
+    """An error line with what varies between attempts masked: paths, hex, numbers, spacing."""
+    text = _ANSI.sub("", line)
+    for pattern, replacement in _MASKS:
+        text = pattern.sub(replacement, text)
+    return text.strip()[:MAX_LINE]
+
+
+def _lines(log_tail: str | None) -> list[str]:
+    if not log_tail:
+        return []
+    # A progress bar rewrites its line with \r: only the last rewrite was ever visible.
+    return [raw.rsplit("\r", 1)[-1] for raw in log_tail.split("\n")]
+
+
+def _catalog_hit(lines: Sequence[str], catalog: Any) -> str | None:
+    """The first catalog entry (file order: put the specific entries first) with a matcher
+    hitting some line. Malformed entries and matchers that do not compile are skipped: the
+    POLICY checks report them."""
+    entries = catalog.get("failures") if isinstance(catalog, Mapping) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
+            continue
+        matchers = entry.get("matchers")
+        for matcher in matchers if isinstance(matchers, list) else ():
+            try:
+                compiled = re.compile(str(matcher))
+            except re.error:
+                continue
+            if any(compiled.search(line) for line in lines):
+                return str(entry["id"])
+    return None
+
+
+def failure_signature(
+    state: str, exit_code: int | None, log_tail: str | None, catalog: Any | None
+) -> str:
+    """The same crash gives the same signature on every attempt.
+
+    ``catalog`` is the parsed failures.yaml (or None); ``log_tail`` the last lines of the job's
+    log (or None when there is none to read).
+    """
+    lines = _lines(log_tail)
+    hit = _catalog_hit(lines, catalog) if catalog is not None else None
+    if hit is not None:
+        return hit
+    base = f"{state}:{'-' if exit_code is None else exit_code}"
+    for line in reversed(lines):
+        if _ERROR_LINE.search(line):
+            text = normalise_line(line)
+            if text:
+                return f"{base} {text}"
+    return base

@@ -1,0 +1,444 @@
+"""The five gates a submission passes, in order: committed, authorized, smoke_first, no_sibling,
+breaker (DESIGN §6).
+
+Each gate is a pure function of explicit facts returning a Verdict that says what is wrong,
+where, and what to do. ``repo_facts`` is the one place that reads git; the scheduler query and
+the ledger are read by the caller and passed in, so every gate can be tested on plain values.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaignops import layout
+from campaignops.errors import CampaignError
+from campaignops.ledger import Job
+from campaignops.policy import Policy
+from campaignops.runner.fingerprint import submission_fingerprint
+from campaignops.runner.spec import FINISHED, JobState
+
+GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker")
+# What the runner itself rewrites between submissions: never a reason to refuse one.
+BOOKKEEPING = frozenset({layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md"})
+# Untracked files here may be what a job runs (a new manifest, queue or script): refuse.
+WATCHED_DIRS = ("manifests", "queues", "scripts")
+WATCHED_KINDS = (layout.MANIFEST, layout.QUEUE, layout.WRAPPER)
+BREAKER_RUN = 3  # the seed's "3 consecutive same-error failures"
+MAX_LISTED = 5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    gate: str
+    passed: bool
+    reason: str
+    hint: str = ""
+    override: str | None = None  # the reason that passed a tripped breaker: record it
+
+
+@dataclass(frozen=True)
+class RepoFacts:
+    """What the committed gate needs of git; paths are relative to the campaign root."""
+
+    is_repo: bool
+    head: str | None = None  # None: no commit yet
+    branch: str | None = None  # None: detached HEAD
+    tracked: frozenset[str] = frozenset()  # of the paths asked about, those in HEAD
+    dirty: frozenset[str] = frozenset()  # tracked files differing from HEAD (index or tree)
+    untracked: frozenset[str] = frozenset()  # neither tracked nor ignored
+    upstream: str | None = None  # e.g. origin/main
+    upstream_contains_head: bool | None = None  # None: no upstream configured
+
+
+@dataclass(frozen=True)
+class Request:
+    """What is asked: the submission the gates judge."""
+
+    campaign: str
+    manifest: str  # relative to the campaign root
+    stage: str
+    backend: str
+    targets: tuple[str, ...]
+    paths: tuple[str, ...]  # manifest, policy, wrappers, queue files, backend page
+    partition: str | None = None
+    queue: str | None = None
+    override: str | None = None
+
+
+class GateRefused(CampaignError):
+    """A gate refused the submission: nothing was submitted."""
+
+    exit_code = 1
+
+    def __init__(self, *, verdict: Verdict) -> None:
+        super().__init__(message=f"{verdict.gate}: {verdict.reason}", hint=verdict.hint)
+        self.verdict = verdict
+
+
+def _listed(paths: Iterable[str]) -> str:
+    items = sorted(paths)
+    shown = ", ".join(items[:MAX_LISTED])
+    more = len(items) - MAX_LISTED
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _quoted(paths: Iterable[str]) -> str:
+    return " ".join(shlex.quote(p) for p in sorted(paths))
+
+
+def _refuse(gate: str, reason: str, hint: str) -> Verdict:
+    return Verdict(gate=gate, passed=False, reason=reason, hint=hint)
+
+
+def _ok(gate: str, reason: str) -> Verdict:
+    return Verdict(gate=gate, passed=True, reason=reason)
+
+
+def _watched(rel: str, globs: Mapping[str, tuple[str, ...]]) -> bool:
+    top = rel.split("/", 1)[0]
+    patterns = [g for kind in WATCHED_KINDS for g in globs.get(kind, ())]
+    return ("/" in rel and top in WATCHED_DIRS) or layout.matches(rel, patterns)
+
+
+def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
+    """What is submitted is what HEAD holds: the files named are committed and unchanged, no
+    other tracked file differs from HEAD (a job runs the checkout, not only its manifest), no
+    new file waits under manifests/, queues/, scripts/; with require_pushed, HEAD is pushed."""
+    gate = "committed"
+    if not facts.is_repo:
+        return _refuse(
+            gate,
+            "the campaign is not inside a git repository",
+            "git init && git add -A && git commit -m 'campaign'",
+        )
+    if facts.head is None:
+        return _refuse(gate, "the repository has no commit yet", "git add -A && git commit")
+    missing = [p for p in paths if p not in facts.tracked]
+    if missing:
+        return _refuse(
+            gate,
+            f"not committed: {_listed(missing)}",
+            f"commit: git add {_quoted(missing)} && git commit",
+        )
+    dirty = sorted(facts.dirty - BOOKKEEPING)
+    if dirty:
+        verb = "has" if len(dirty) == 1 else "have"
+        return _refuse(
+            gate,
+            f"{_listed(dirty)} {verb} uncommitted changes",
+            f"commit {'it' if len(dirty) == 1 else 'them'}: git add {_quoted(dirty)} && git commit "
+            "(or discard with git restore), then submit again",
+        )
+    untracked = sorted(p for p in facts.untracked if _watched(p, policy.globs))
+    if untracked:
+        return _refuse(
+            gate,
+            f"untracked under {', '.join(d + '/' for d in WATCHED_DIRS)}: {_listed(untracked)}",
+            f"commit them (git add {_quoted(untracked)} && git commit) or remove them",
+        )
+    short = facts.head[:12]
+    if not policy.require_pushed:
+        return _ok(gate, f"HEAD {short} holds every file submitted")
+    if facts.branch is None:
+        return _refuse(
+            gate,
+            f"HEAD {short} is detached and campaign.yaml has require_pushed",
+            "check out a branch and push it: git switch -c NAME && git push -u origin NAME",
+        )
+    if facts.upstream is None:
+        return _refuse(
+            gate,
+            f"branch {facts.branch} has no upstream and campaign.yaml has require_pushed",
+            f"git push -u origin {shlex.quote(facts.branch)}",
+        )
+    if not facts.upstream_contains_head:
+        return _refuse(
+            gate,
+            f"HEAD {short} is not on {facts.upstream} (require_pushed in campaign.yaml)",
+            "git push, then submit again",
+        )
+    return _ok(gate, f"HEAD {short} is committed and on {facts.upstream}")
+
+
+def _names(page: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key in ("partitions", "queues"):
+        entries = page.get(key)
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+                out.append(entry["name"])
+    return out
+
+
+def authorized(
+    backend: str,
+    *,
+    policy: Policy,
+    page: Mapping[str, Any] | None,
+    partition: str | None = None,
+    queue: str | None = None,
+) -> Verdict:
+    """The backend is one the policy lists, and the partition or queue asked for is on its page
+    (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat)."""
+    gate = "authorized"
+    page_path = f"backends/{backend}.md"
+    if backend not in policy.backends:
+        known = ", ".join(policy.backends) or "none"
+        return _refuse(
+            gate,
+            f"backend {backend!r} is not in campaign.yaml's backends ({known})",
+            f"use --backend with one of them, or add {backend} to backends in campaign.yaml "
+            f"with a page {page_path}, and commit",
+        )
+    if page is None:
+        return _refuse(
+            gate,
+            f"{page_path} is missing",
+            f"copy backends/TEMPLATE.md to {page_path}, fill in its facts, and commit",
+        )
+    names = _names(page)
+    for kind, asked in (("partition", partition), ("queue", queue)):
+        if asked is not None and asked not in names:
+            known = ", ".join(dict.fromkeys(names)) or "none listed"
+            return _refuse(
+                gate,
+                f"{kind} {asked!r} is not on {page_path} ({known})",
+                f"use one of them in the manifest's resources, or add {asked} to the page's "
+                "partitions (with its source and verified date) and commit",
+            )
+    asked_for = ", ".join(f"{k} {v}" for k, v in (("partition", partition), ("queue", queue)) if v)
+    where = f"; {asked_for} listed" if asked_for else ""
+    return _ok(gate, f"backend {backend} authorized{where}")
+
+
+def _smoke_done(job: Job) -> bool:
+    return job.stage == "smoke" and job.state == "COMPLETED" and job.exit_code == 0
+
+
+def smoked_targets(fingerprints: Mapping[str, str], jobs: Iterable[Job]) -> frozenset[str]:
+    """Targets with a smoke of their current config that COMPLETED with exit 0.
+
+    A smoke counts for all its targets when its recorded fingerprint equals the one their
+    current fingerprints give (``submission_fingerprint``): one smoke of several cells covers
+    each of them, and a changed cell invalidates the smokes it was part of.
+    """
+    done: set[str] = set()
+    for job in jobs:
+        if not _smoke_done(job) or not job.targets:
+            continue
+        if any(t not in fingerprints for t in job.targets):
+            continue
+        if job.text("fingerprint") == submission_fingerprint(fingerprints, job.targets):
+            done.update(job.targets)
+    return frozenset(done)
+
+
+def smoke_first(
+    request: Request, *, fingerprints: Mapping[str, str], jobs: Iterable[Job], require_smoke: bool
+) -> Verdict:
+    """single/production need a completed smoke (exit 0) of the same fingerprint."""
+    gate = "smoke_first"
+    if request.stage == "smoke":
+        return _ok(gate, "a smoke needs no earlier smoke")
+    if not require_smoke:
+        return _ok(gate, "stages.require_smoke is false")
+    jobs = list(jobs)
+    done = smoked_targets(fingerprints, jobs)
+    missing = [t for t in request.targets if t not in done]
+    if not missing:
+        return _ok(gate, "every target has a completed smoke")
+    older = {t for j in jobs if _smoke_done(j) for t in j.targets} & set(missing)
+    stale = f" (smokes of {_listed(older)} ran an older config)" if older else ""
+    return _refuse(
+        gate,
+        f"no smoke of the current config COMPLETED with exit 0 for {_listed(missing)}{stale}",
+        f"campaign submit {shlex.quote(request.manifest)} --targets {_quoted(missing)} "
+        "--stage smoke; when campaign status shows it COMPLETED, submit again",
+    )
+
+
+def job_name(campaign: str, target: str, stage: str) -> str:
+    return f"{campaign}.{target}.{stage}"
+
+
+def _name_target(name: str | None, campaign: str) -> str | None:
+    # Campaign names have no dots, target ids may: <campaign>.<target>.<stage>.
+    if not name or not name.startswith(campaign + "."):
+        return None
+    rest, _, stage = name[len(campaign) + 1 :].rpartition(".")
+    return rest if rest and stage in ("smoke", "single", "production") else None
+
+
+def _base_id(job_id: str) -> str:
+    # An array task or the array itself (Slurm 123_4, 123_[0-9]; PBS 123[].server, 123[4]).
+    return job_id.split("_", 1)[0].split("[", 1)[0]
+
+
+def no_sibling(request: Request, *, active: Iterable[JobState], jobs: Iterable[Job]) -> Verdict:
+    """No job of the same target is queued or running, at any stage: two runs of one target
+    write the same outputs. ``active`` is the one scheduler query's answer; a job is matched by
+    its name, or (an array of several targets) by its id through the ledger."""
+    gate = "no_sibling"
+    wanted = set(request.targets)
+    by_id = {_base_id(j.job_id): frozenset(j.targets) for j in jobs if j.job_id}
+    clashes: list[str] = []
+    for state in active:
+        if state.state in FINISHED:
+            continue  # squeue lists finished jobs for MinJobAge; they hold nothing
+        named = _name_target(state.name, request.campaign)
+        hit = ({named} if named else set()) | by_id.get(_base_id(state.job_id), frozenset())
+        if hit & wanted:
+            clashes.append(f"{state.job_id} ({state.state}, {_listed(hit & wanted)})")
+    if not clashes:
+        return _ok(gate, "no job of these targets is queued or running")
+    return _refuse(
+        gate,
+        f"already queued or running: {_listed(clashes)}",
+        "wait for it (campaign status), or read its log and cancel it (scancel/qdel ID), "
+        "then submit again",
+    )
+
+
+def _failed(job: Job) -> bool:
+    return job.state != "COMPLETED" or job.exit_code not in (0, None)
+
+
+def signature_of(job: Job) -> str:
+    """The recorded signature, else the state and exit code (a failure status never analysed)."""
+    code = job.exit_code
+    return job.text("signature") or f"{job.state}:{'-' if code is None else code}"
+
+
+def breaker(request: Request, *, jobs: Iterable[Job]) -> Verdict:
+    """Refuse when a target's last three finished attempts, at any stage, failed with one
+    signature: resubmitting the same crash burns allocation. CANCELLED attempts are skipped (a
+    person stopped them; they say nothing about the config). ``request.override`` passes it, and
+    the verdict carries the reason for the ledger."""
+    gate = "breaker"
+    ordered = sorted(jobs, key=Job.sort_key)
+    tripped: list[str] = []
+    for target in request.targets:
+        attempts = [
+            j
+            for j in ordered
+            if target in j.targets and j.state in FINISHED and j.state != "CANCELLED"
+        ][-BREAKER_RUN:]
+        sigs = {signature_of(j) for j in attempts}
+        if len(attempts) == BREAKER_RUN and all(map(_failed, attempts)) and len(sigs) == 1:
+            ids = ", ".join(j.job_id or j.ledger_id for j in attempts)
+            tripped.append(f"{target} ({sigs.pop()}; jobs {ids})")
+    if not tripped:
+        return _ok(gate, "no run of same-signature failures")
+    why = f"failed {BREAKER_RUN} times in a row with the same signature: {_listed(tripped)}"
+    override = (request.override or "").strip()
+    if override:
+        return Verdict(gate=gate, passed=True, reason=f"overridden: {why}", override=override)
+    return _refuse(
+        gate,
+        why,
+        "read the logs and fix the cause (FAILURES.md lists known ones), then re-smoke; to "
+        'submit anyway, pass --override "what changed" (recorded in the ledger)',
+    )
+
+
+def evaluate(
+    request: Request,
+    *,
+    repo: RepoFacts,
+    policy: Policy,
+    require_smoke: bool,
+    page: Mapping[str, Any] | None,
+    fingerprints: Mapping[str, str],
+    jobs: Sequence[Job],
+    active: Sequence[JobState],
+) -> tuple[Verdict, ...]:
+    """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first)."""
+    return (
+        committed(repo, paths=request.paths, policy=policy),
+        authorized(
+            request.backend,
+            policy=policy,
+            page=page,
+            partition=request.partition,
+            queue=request.queue,
+        ),
+        smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
+        no_sibling(request, active=active, jobs=jobs),
+        breaker(request, jobs=jobs),
+    )
+
+
+def require(verdicts: Iterable[Verdict]) -> None:
+    """Raise GateRefused for the first refusal (exit 1: the gate, why, what to do)."""
+    for verdict in verdicts:
+        if not verdict.passed:
+            raise GateRefused(verdict=verdict)
+
+
+# ------------------------------------------------------------------------------ git facts
+
+
+def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
+    """Read what the committed gate needs from git (GitPython), for ``paths`` relative to the
+    campaign root. The remote-tracking branch is taken as last fetched or pushed: no network."""
+    import git  # GitPython's import is slow: only pay for it when submitting
+
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return RepoFacts(is_repo=False)
+    if repo.working_tree_dir is None:
+        return RepoFacts(is_repo=False)
+    top = Path(repo.working_tree_dir).resolve()
+    prefix = root.resolve().relative_to(top).as_posix()
+    lead = "" if prefix == "." else prefix + "/"
+
+    def inside(top_rel: str) -> str | None:
+        return top_rel[len(lead) :] if top_rel.startswith(lead) else None
+
+    # Porcelain v1 with -z: "XY path\0", paths relative to the top; no renames, so one field.
+    status = repo.git.status(
+        "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", str(top / prefix)
+    )
+    dirty: set[str] = set()
+    untracked: set[str] = set()
+    for entry in status.split("\0"):
+        rel = inside(entry[3:]) if len(entry) > 3 else None
+        if rel is not None:
+            (untracked if entry[:2] == "??" else dirty).add(rel)
+    if not repo.head.is_valid():
+        return RepoFacts(is_repo=True, dirty=frozenset(dirty), untracked=frozenset(untracked))
+    head = repo.head.commit
+    tracked = set()
+    for rel in paths:
+        try:
+            head.tree / (lead + rel)
+        except KeyError:
+            continue
+        tracked.add(rel)
+    branch = upstream = None
+    contains: bool | None = None
+    if not repo.head.is_detached:
+        branch = repo.active_branch.name
+        remote = repo.active_branch.tracking_branch()
+        if remote is not None:
+            upstream = remote.name
+            try:
+                repo.git.merge_base("--is-ancestor", head.hexsha, remote.path)
+                contains = True
+            except git.GitCommandError:  # exit 1: not an ancestor; 128: ref never fetched
+                contains = False
+    return RepoFacts(
+        is_repo=True,
+        head=head.hexsha,
+        branch=branch,
+        tracked=frozenset(tracked),
+        dirty=frozenset(dirty),
+        untracked=frozenset(untracked),
+        upstream=upstream,
+        upstream_contains_head=contains,
+    )

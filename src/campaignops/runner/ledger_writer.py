@@ -1,0 +1,160 @@
+"""Writing the ledger (.campaign/ledger.jsonl): schema-valid records, appended whole.
+
+A submission appends an intent record before the scheduler call and a result record after it;
+``campaign status`` appends state records. Reading and folding them is campaignops.ledger's job;
+this module only builds records and appends them through campaignops.journal (exclusive flock,
+one write, fsync), so a torn last line left by a crash never merges with the next record.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from campaignops import journal, layout, schema
+from campaignops.errors import CampaignError
+from campaignops.ledger import parse_time
+from campaignops.runner.spec import JobState
+
+VERSION = 1
+# 48 random bits after the second: two submissions in the same second collide with odds of
+# about one in 2**48, and no coordination between submitting processes is needed.
+_RANDOM_BYTES = 6
+
+
+class InvalidRecord(CampaignError):
+    """The runner built a record the ledger schema refuses: a bug, and nothing was written."""
+
+    exit_code = 2
+
+
+def format_time(when: dt.datetime) -> str:
+    """RFC 3339 in UTC to the second (``2026-11-21T10:00:00Z``); naive datetimes are refused:
+    a local wall-clock time without its zone would be misread as UTC by every reader."""
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"naive datetime {when!r}: pass an aware one (datetime.now(timezone.utc))")
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_ledger_id(now: dt.datetime) -> str:
+    """``L<UTC yyyymmddThhmmss>Z-<12 hex>``: sorts by time, unique without coordination."""
+    stamp = format_time(now).replace("-", "").replace(":", "")
+    return f"L{stamp}-{secrets.token_hex(_RANDOM_BYTES)}"
+
+
+def _record(kind: str, ledger_id: str, time: dt.datetime, **fields: Any) -> dict[str, Any]:
+    # Nulls are left out: the reader's fold ignores them anyway, and the lines stay short.
+    head = {"v": VERSION, "kind": kind, "ledger_id": ledger_id, "time": format_time(time)}
+    return head | {k: v for k, v in fields.items() if v is not None}
+
+
+def _time(value: str | dt.datetime | None) -> str | None:
+    """A timestamp as the schema wants it, or None when it cannot be read (never a bad value)."""
+    when = value if isinstance(value, dt.datetime) else parse_time(value)
+    return format_time(when) if when is not None and when.tzinfo is not None else None
+
+
+def intent_record(
+    *,
+    ledger_id: str,
+    time: dt.datetime,
+    campaign: str,
+    backend: str,
+    stage: str,
+    targets: Sequence[str],
+    fingerprint: str,
+    commit: str,
+    manifest: str,
+    wrappers: Mapping[str, str] | None = None,
+    array: str | None = None,
+    after: Sequence[str] = (),
+    override: str | None = None,
+) -> dict[str, Any]:
+    """Written before the scheduler call: what is about to be submitted, from which commit."""
+    return _record(
+        "intent",
+        ledger_id,
+        time,
+        campaign=campaign,
+        backend=backend,
+        stage=stage,
+        targets=list(targets),
+        fingerprint=fingerprint,
+        commit=commit,
+        manifest=manifest,
+        wrappers=dict(wrappers) if wrappers else None,
+        array=array,
+        after=list(after) or None,
+        override=override,
+    )
+
+
+def result_record(
+    *,
+    ledger_id: str,
+    time: dt.datetime,
+    job_id: str | None,
+    submitted: dt.datetime | None = None,
+    state: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """Written after the scheduler call: the job id (state PENDING), or the error that refused
+    the submission (no job id, no state)."""
+    return _record(
+        "result",
+        ledger_id,
+        time,
+        job_id=job_id,
+        submitted=_time(submitted),
+        state=state,
+        error=error,
+    )
+
+
+def state_record(
+    *, ledger_id: str, time: dt.datetime, state: JobState, signature: str | None = None
+) -> dict[str, Any]:
+    """A status refresh: what the scheduler says of the job now. The job id is repeated so an
+    intent whose result was lost (found again by name or comment) gets it here."""
+    run_time = state.elapsed_s if state.elapsed_s is not None and state.elapsed_s >= 0 else None
+    return _record(
+        "state",
+        ledger_id,
+        time,
+        job_id=state.job_id,
+        state=state.state,
+        exit_code=state.exit_code,
+        submitted=_time(state.submitted),
+        started=_time(state.started),
+        ended=_time(state.ended),
+        run_time_s=run_time,
+        signature=signature,
+    )
+
+
+def encode(record: Mapping[str, Any]) -> str:
+    """One ledger line; raises InvalidRecord when the record breaks the schema."""
+    problems = [e.message for e in schema.validate(schema.LEDGER_RECORD, record)]
+    if problems:
+        raise InvalidRecord(
+            message=f"ledger record {record.get('ledger_id')!r} is invalid: {'; '.join(problems)}",
+            hint="this is a campaignops bug: please report it with the command you ran",
+        )
+    try:
+        return json.dumps(record, ensure_ascii=True, allow_nan=False, separators=(", ", ": "))
+    except ValueError:  # NaN or infinity: the schema's number type lets them through
+        raise InvalidRecord(
+            message=f"ledger record {record.get('ledger_id')!r} holds a NaN or infinite number",
+            hint="this is a campaignops bug: please report it with the command you ran",
+        ) from None
+
+
+def append(root: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Append ``records`` to the campaign's ledger in one locked, fsynced write. Every record is
+    validated first: one invalid record and nothing is written."""
+    lines = [encode(record) for record in records]
+    journal.append_lines(root / layout.LEDGER_FILE, lines)
