@@ -17,7 +17,6 @@ from campaignops.runner.fingerprint import fingerprints, submission_fingerprint
 from campaignops.runner.gates import (
     GATES,
     GateRefused,
-    RepoFacts,
     Request,
     authorized,
     breaker,
@@ -25,10 +24,10 @@ from campaignops.runner.gates import (
     evaluate,
     job_name,
     no_sibling,
-    repo_facts,
     require,
     smoke_first,
 )
+from campaignops.runner.gitfacts import RepoFacts, repo_facts
 from campaignops.runner.spec import JobState
 from tests.conftest import git
 
