@@ -49,15 +49,28 @@ BODY = (
     'export CAMPAIGN_TASK_INDEX="${PBS_ARRAY_INDEX:-0}"\n'
 )
 ONE_TASK = (
+    "campaign_woken=0\n"
+    "campaign_pid=\n"
+    'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
+    'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
     'case "$CAMPAIGN_TASK_INDEX" in\n'
     "  0)\n"
-    "    scripts/run_md.v1.sh --steps 1000\n"
+    "    ( scripts/run_md.v1.sh --steps 1000\n"
+    "    ) &\n"
     "    ;;\n"
     "  *)\n"
-    '    echo "no task $CAMPAIGN_TASK_INDEX in this job" >&2\n'
-    "    exit 2\n"
+    '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
+    "    exit 64\n"
     "    ;;\n"
     "esac\n"
+    "campaign_pid=$!\n"
+    "while :; do\n"
+    "  campaign_woken=0\n"
+    '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
+    '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+    "  break\n"
+    "done\n"
+    'exit "$campaign_status"\n'
 )
 
 
@@ -94,15 +107,28 @@ def test_render_single_job_in_full() -> None:
         "set -euo pipefail\n"
         "cd /eagle/MDproj/md-screen\n"
         'export CAMPAIGN_TASK_INDEX="${PBS_ARRAY_INDEX:-0}"\n'
+        "campaign_woken=0\n"
+        "campaign_pid=\n"
+        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
+        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
         'case "$CAMPAIGN_TASK_INDEX" in\n'
         "  0)\n"
-        "    scripts/run_md.v1.sh --steps 1000\n"
+        "    ( scripts/run_md.v1.sh --steps 1000\n"
+        "    ) &\n"
         "    ;;\n"
         "  *)\n"
-        '    echo "no task $CAMPAIGN_TASK_INDEX in this job" >&2\n'
-        "    exit 2\n"
+        '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
+        "    exit 64\n"
         "    ;;\n"
         "esac\n"
+        "campaign_pid=$!\n"
+        "while :; do\n"
+        "  campaign_woken=0\n"
+        '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
+        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+        "  break\n"
+        "done\n"
+        'exit "$campaign_status"\n'
     )
 
 
@@ -122,21 +148,36 @@ def test_render_array_with_concurrency_cap_in_full() -> None:
         "#PBS -o /eagle/MDproj/md-screen/out/logs/\n"
         "#PBS -j oe\n"
         "#PBS -k doe\n"
-        "#PBS -r y\n" + BODY + 'case "$CAMPAIGN_TASK_INDEX" in\n'
+        "#PBS -r y\n" + BODY + "campaign_woken=0\n"
+        "campaign_pid=\n"
+        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
+        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
+        'case "$CAMPAIGN_TASK_INDEX" in\n'
         "  0)\n"
-        "    run.v1.sh --seed 1\n"
+        "    ( run.v1.sh --seed 1\n"
+        "    ) &\n"
         "    ;;\n"
         "  1)\n"
-        "    run.v1.sh --seed 2\n"
+        "    ( run.v1.sh --seed 2\n"
+        "    ) &\n"
         "    ;;\n"
         "  2)\n"
-        "    run.v1.sh --seed 3\n"
+        "    ( run.v1.sh --seed 3\n"
+        "    ) &\n"
         "    ;;\n"
         "  *)\n"
-        '    echo "no task $CAMPAIGN_TASK_INDEX in this job" >&2\n'
-        "    exit 2\n"
+        '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
+        "    exit 64\n"
         "    ;;\n"
         "esac\n"
+        "campaign_pid=$!\n"
+        "while :; do\n"
+        "  campaign_woken=0\n"
+        '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
+        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+        "  break\n"
+        "done\n"
+        'exit "$campaign_status"\n'
     )
 
 
@@ -333,7 +374,7 @@ def test_without_an_array_index_task_zero_runs(tmp_path: Path) -> None:
 def test_a_failing_task_fails_the_job_and_an_unknown_index_exits_2(tmp_path: Path) -> None:
     assert run_as_pbs(tmp_path, "2").returncode == 1
     unknown = run_as_pbs(tmp_path, "7")
-    assert (unknown.returncode, unknown.stderr) == (2, "no task 7 in this job\n")
+    assert (unknown.returncode, unknown.stderr) == (64, "campaign: this job has no task 7\n")
 
 
 # --- calling qsub, qstat, qselect -----------------------------------------------------------

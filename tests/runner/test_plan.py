@@ -16,7 +16,7 @@ max_parallel: 2
 resources: {partition: debug, time: "01:00:00", mem: 4G}
 smoke:
   args: {epochs: 2}
-  resources: {time: "00:10:00"}
+  resources: {time: "00:05:00"}
 grid:
   lr: [0.1, 0.01]
 template:
@@ -60,9 +60,26 @@ def test_smoke_replaces_run_length_args_and_resources() -> None:
         "python3 train.py --lr 0.01 --epochs 2 --seed 1",
     )
     assert job.spec.name == "demo-campaign.grid.smoke"
-    assert job.spec.resources == Resources(partition="debug", time="00:10:00", mem="4G")
+    assert job.spec.resources == Resources(partition="debug", time="00:05:00", mem="4G")
     assert (job.spec.max_parallel, job.spec.mail_user) == (2, "ada@example.org")
-    assert (job.spec.requeue, job.spec.warning_seconds) == (True, 360)
+    # 360 s of warning would fire at once in a 5-minute smoke: left out there.
+    assert (job.spec.requeue, job.spec.warning_seconds) == (True, None)
+
+
+def test_warning_kept_inside_longer_limits() -> None:
+    (job,) = plan.plan(
+        doc=doc(GRID),
+        manifest_path="manifests/grid.yaml",
+        stage="production",
+        policy=POLICY,
+        workdir="/c",
+    )
+    assert job.spec.warning_seconds == 360
+    assert [plan.limit_seconds(t) for t in ("00:10", "01:00:00", "1-00:00:05")] == [
+        600,
+        3600,
+        86405,
+    ]
 
 
 def test_production_keeps_the_manifest_values() -> None:

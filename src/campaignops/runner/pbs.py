@@ -41,6 +41,7 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from campaignops.errors import CampaignError
+from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState
 
 NAME_MAX = 230
@@ -245,10 +246,6 @@ def render(spec: JobSpec) -> str:
         f"export {_valid('environment name', k)}={shlex.quote(v)}"
         for k, v in sorted(spec.env.items())
     ]
-    # ";;" on a line of its own: a command ending in a comment cannot swallow it.
-    arms = [
-        line for i, task in enumerate(spec.tasks) for line in (f"  {i})", f"    {task}", "    ;;")
-    ]
     return "\n".join(
         [
             "#!/bin/bash",
@@ -262,11 +259,7 @@ def render(spec: JobSpec) -> str:
             f'export {TASK_INDEX}="${{PBS_ARRAY_INDEX:-0}}"',
             *env,
             *_warning_timer(spec),
-            # The task's exit status is the script's: set -e stops at a failing command.
-            f'case "${TASK_INDEX}" in',
-            *arms,
-            *("  *)", f'    echo "no task ${TASK_INDEX} in this job" >&2', "    exit 2", "    ;;"),
-            "esac",
+            *script.body(spec.tasks, warned=spec.warning_seconds is not None),
             "",
         ]
     )

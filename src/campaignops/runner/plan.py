@@ -51,6 +51,25 @@ def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, 
     return " ".join(base.split()) + (f" {flags}" if flags else "")
 
 
+def limit_seconds(time: str | None) -> int | None:
+    """``[D-]HH:MM[:SS]`` in seconds (the schema's walltime format), or None."""
+    if not time:
+        return None
+    days, _, clock = time.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    hours, minutes, seconds = [*parts, 0] if len(parts) == 2 else parts
+    return int(days or 0) * 86400 + hours * 3600 + minutes * 60 + seconds
+
+
+def warning(policy_seconds: int | None, time: str | None) -> int | None:
+    """The warning signal's lead, only where it falls inside the time limit: a warning longer
+    than a short smoke's limit would fire at once and end the job it is meant to save."""
+    limit = limit_seconds(time)
+    if policy_seconds is None or limit is None or policy_seconds >= limit:
+        return None
+    return policy_seconds
+
+
 def job_name(campaign: str, group: str, stage: str) -> str:
     return f"{campaign}.{group}.{stage}"
 
@@ -95,14 +114,15 @@ def plan(
         name = job_name(
             policy.name or "campaign", members[0].id if len(members) == 1 else group, stage
         )
+        resources = _resources(doc.get("resources"), smoke_res)
         spec = JobSpec(
             name=name,
             workdir=workdir,
             tasks=tasks,
-            resources=_resources(doc.get("resources"), smoke_res),
+            resources=resources,
             max_parallel=doc.get("max_parallel") or policy.max_parallel,
             mail_user=policy.notify_email,
-            warning_seconds=policy.warning_seconds,
+            warning_seconds=warning(policy.warning_seconds, resources.time),
             requeue=policy.requeue,
         )
         dep = phase_deps.get(group)

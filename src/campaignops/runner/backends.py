@@ -1,0 +1,98 @@
+"""One face for every backend module: the runner calls these, whatever the scheduler.
+
+A backend page's front matter picks the module: `scheduler: slurm` → slurm, `scheduler: pbs`
+→ pbs, `kind: local` → local. Rented GPUs, bare SSH boxes and Kubernetes have pages but no
+runner module yet: submitting to them is refused with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaignops.errors import UsageError
+from campaignops.runner import local, pbs, slurm
+from campaignops.runner.spec import JobSpec, JobState
+
+LOCAL_STATE = ".campaign/local"
+
+
+@dataclass(frozen=True)
+class Backend:
+    module: str  # slurm | pbs | local
+    render: Callable[[JobSpec], str]
+    submit_argv: Callable[[str], list[str]]
+    parse_job_id: Callable[[str], str]
+    query_argvs: Callable[[Sequence[str]], list[list[str]]]
+    parse_states: Callable[[Sequence[str]], dict[str, JobState]]
+    sibling_argv: Callable[[Sequence[str]], list[str]]
+    parse_siblings: Callable[[str, Sequence[str]], tuple[JobState, ...]]
+
+
+def _slurm(root: Path) -> Backend:
+    return Backend(
+        module="slurm",
+        render=slurm.render,
+        submit_argv=slurm.submit_argv,
+        parse_job_id=slurm.parse_job_id,
+        query_argvs=slurm.query_argvs,
+        parse_states=slurm.parse_states,
+        sibling_argv=slurm.sibling_argv,
+        parse_siblings=slurm.parse_siblings,
+    )
+
+
+def _pbs(root: Path) -> Backend:
+    return Backend(
+        module="pbs",
+        render=pbs.render,
+        submit_argv=pbs.submit_argv,
+        parse_job_id=pbs.parse_job_id,
+        query_argvs=pbs.query_argvs,
+        parse_states=pbs.parse_states,
+        sibling_argv=pbs.sibling_argv,
+        parse_siblings=pbs.parse_siblings,
+    )
+
+
+def _local(root: Path) -> Backend:
+    state = str(root / LOCAL_STATE)
+    return Backend(
+        module="local",
+        render=local.render,
+        submit_argv=lambda script: local.submit_argv(script, state_root=state),
+        parse_job_id=local.parse_job_id,
+        query_argvs=lambda ids: local.query_argvs(ids, state_root=state),
+        parse_states=local.parse_states,
+        sibling_argv=lambda names: local.sibling_argv(names, state_root=state),
+        parse_siblings=lambda out, names: tuple(
+            j for j in local.parse_siblings(out) if j.name in set(names)
+        ),
+    )
+
+
+MODULES: Mapping[str, Callable[[Path], Backend]] = {"slurm": _slurm, "pbs": _pbs, "local": _local}
+
+
+def module_for(page: Mapping[str, Any] | None) -> str | None:
+    if not page:
+        return None
+    scheduler = page.get("scheduler")
+    if scheduler in ("slurm", "pbs"):
+        return str(scheduler)
+    return "local" if page.get("kind") == "local" else None
+
+
+def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backend:
+    module = module_for(page)
+    if module is None:
+        kind = (page or {}).get("kind", "unknown")
+        raise UsageError(
+            message=f"backend {name!r} (kind {kind}) has no runner module: campaign submit "
+            "drives Slurm, PBS Pro and the local machine",
+            hint=f"follow backends/{name}.md to start jobs there by hand, or submit to another "
+            "authorized backend",
+        )
+    return MODULES[module](root)

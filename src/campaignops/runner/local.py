@@ -1,0 +1,358 @@
+"""The local backend: jobs run on this machine, no scheduler and no daemon.
+
+A job is a bash script whose ``#LOCAL`` lines say what sbatch would read from ``#SBATCH`` (name,
+comment, array and cap, afterok parents, time limit, warning signal). ``localexec submit`` copies
+the script under ``.campaign/local/<id>/``, starts a detached executor (a new session, so its
+process group outlives the submitting process and any terminal) and prints the id at once. The
+executor runs the array's tasks, at most ``cap`` at a time, each in a process group of its own, and
+writes the job's state to files there; ``localexec status`` reads those files and asks the kernel
+(``kill -0 -- -PGID``) whether an unfinished job's executor is still alive.
+
+Decisions that differ from a real scheduler (see the backend page, backends/local.md):
+
+- A parent that ends in any state but COMPLETED makes its afterok children CANCELLED with reason
+  DependencyNeverSatisfied (Slurm's ``kill_invalid_depend``): with no scheduler to clean up, a
+  child left PENDING forever would block the sibling gate forever.
+- An executor that died while its job was unfinished (reboot, ``kill -9``) reads as NODE_FAIL,
+  "the machine under the job went away", not FAILED: the job's own code did not fail, so the
+  breaker must not count it as a failure signature.
+- The time limit is per task, as for Slurm array tasks: TERM to the task's group at the limit,
+  KILL ``kill-wait`` seconds later (Slurm's KillWait, 30 s), state TIMEOUT. The warning signal
+  goes to the task's batch shell only, like ``--signal=B:USR1@N``.
+- A task is over when its script exits; whatever it left running in its group is killed then
+  (as Slurm's process tracking does), so nothing outlives the job.
+- Each task runs in a session of its own, so a limit or a cancel hits one task. The job's handle
+  is the executor's group (``executor_pid`` in state.json): ``kill -TERM -- -PGID`` on it cancels
+  every task (TERM, then KILL after kill-wait); a KILL there would orphan the tasks.
+- Memory, CPUs and GPUs are not enforced (no cgroups here): OUT_OF_MEMORY never appears, and mail
+  and requeue do not apply. An array without a cap runs at most ``os.cpu_count()`` tasks at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from campaignops.errors import CampaignError
+from campaignops.runner import script
+from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
+
+STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
+EXECUTOR = "campaignops.runner.localexec"
+PREFIX = "#LOCAL "
+KILL_WAIT_S = 30
+WARNING_SIGNAL = "USR1"
+JOB_ID = re.compile(r"local-[0-9]+")
+_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?")
+_ARRAY = re.compile(r"0-([0-9]+)(?:%([1-9][0-9]*))?")
+_SIGNAL = re.compile(r"B:([A-Z0-9]+)@([0-9]+)")
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A finished array's state is that of its worst task, in this order.
+_WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED")
+
+
+class LocalBackendError(CampaignError):
+    """A job the local backend cannot render or read (bad directive, bad executor output)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Directives:
+    """What the executor needs to know of a job, read back from its ``#LOCAL`` lines."""
+
+    name: str
+    workdir: str
+    comment: str = ""
+    log_dir: str = "logs"
+    size: int = 1  # tasks 0 … size-1
+    cap: int | None = None
+    after: tuple[str, ...] = ()
+    time: str | None = None  # [D-]HH:MM:SS
+    warning: tuple[str, int] | None = None  # (signal name, seconds before the limit)
+    kill_wait_s: int = KILL_WAIT_S
+
+    @property
+    def time_s(self) -> int | None:
+        return None if self.time is None else time_seconds(self.time)
+
+
+def time_seconds(text: str) -> int:
+    """Seconds in a manifest time limit, ``[D-]HH:MM[:SS]`` (hours first, as the schema says)."""
+    match = _TIME.fullmatch(text)
+    if match is None:
+        raise LocalBackendError(
+            message=f"time limit {text!r} is not [D-]HH:MM[:SS]", hint="e.g. 00:30:00 or 1-12:00"
+        )
+    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _clock(total: int) -> str:
+    days, rest = divmod(total, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
+    lines = [("job-name", spec.name), ("chdir", spec.workdir), ("log-dir", spec.log_dir)]
+    if spec.comment:
+        lines.append(("comment", spec.comment))
+    if spec.is_array or spec.max_parallel:
+        cap = f"%{spec.max_parallel}" if spec.max_parallel else ""
+        lines.append(("array", f"0-{len(spec.tasks) - 1}{cap}"))
+    if spec.after:
+        lines.append(("dependency", "afterok:" + ":".join(spec.after)))
+    if spec.resources.time:
+        limit = time_seconds(spec.resources.time)
+        lines.append(("time", _clock(limit)))
+        if spec.warning_seconds:
+            lines.append(("signal", f"B:{WARNING_SIGNAL}@{spec.warning_seconds}"))
+    lines.append(("kill-wait", str(KILL_WAIT_S)))
+    for key, value in lines:
+        if not value or "\n" in value or "\r" in value:
+            raise LocalBackendError(
+                message=f"job {spec.name!r}: {key} {value!r} cannot be one #LOCAL line",
+                hint="names, comments and paths must be non-empty single lines",
+            )
+    return lines
+
+
+def render(spec: JobSpec) -> str:
+    """The job script: ``#LOCAL`` directives, then task ``$CAMPAIGN_TASK_INDEX`` verbatim."""
+    if not spec.tasks:
+        raise LocalBackendError(message=f"job {spec.name!r} has no tasks", hint="plan a target")
+    bad = [k for k in spec.env if not _ENV_KEY.fullmatch(k)]
+    if bad:
+        raise LocalBackendError(
+            message=f"job {spec.name!r}: environment names {bad} are not shell variables",
+            hint="use letters, digits and underscores",
+        )
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as",
+            "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.",
+            *(f"{PREFIX}--{key}={value}" for key, value in _directive_lines(spec)),
+            # Strict mode before cd: a missing checkout must stop the job, not run it elsewhere.
+            "set -euo pipefail",
+            f"cd {shlex.quote(spec.workdir)}",
+            f'export {TASK_INDEX}="${{{TASK_INDEX}:-0}}"',
+            *(f"export {k}={shlex.quote(v)}" for k, v in sorted(spec.env.items())),
+            *script.body(spec.tasks, warned=spec.warning_seconds is not None),
+            "",
+        ]
+    )
+
+
+def _array(value: str) -> dict[str, Any]:
+    match = _ARRAY.fullmatch(value)
+    if match is None:
+        raise ValueError("expected 0-N or 0-N%C")
+    return {"size": int(match[1]) + 1, "cap": int(match[2]) if match[2] else None}
+
+
+def _dependency(value: str) -> dict[str, Any]:
+    kind, _, ids = value.partition(":")
+    parents = tuple(ids.split(":"))
+    if kind != "afterok" or not all(JOB_ID.fullmatch(p) for p in parents):
+        raise ValueError("expected afterok:local-N[:local-M…]")
+    return {"after": parents}
+
+
+def _signal(value: str) -> dict[str, Any]:
+    match = _SIGNAL.fullmatch(value)
+    if match is None or not isinstance(getattr(signal, f"SIG{match[1]}", None), signal.Signals):
+        raise ValueError("expected B:SIGNAL@SECONDS with a signal name such as USR1")
+    return {"warning": (match[1], int(match[2]))}
+
+
+def _time(value: str) -> dict[str, Any]:
+    time_seconds(value)
+    return {"time": value}
+
+
+_DIRECTIVES: dict[str, Callable[[str], dict[str, Any]]] = {
+    "job-name": lambda v: {"name": v},
+    "chdir": lambda v: {"workdir": v},
+    "log-dir": lambda v: {"log_dir": v},
+    "comment": lambda v: {"comment": v},
+    "array": _array,
+    "dependency": _dependency,
+    "time": _time,
+    "signal": _signal,
+    "kill-wait": lambda v: {"kill_wait_s": int(v)},
+}
+
+
+def parse_directives(script: str) -> Directives:
+    """The ``#LOCAL --key=value`` lines of the script's leading comment block."""
+    found: dict[str, Any] = {}
+    for line in script.splitlines()[1:]:
+        if not line.startswith("#"):
+            break  # like sbatch: directives end at the first command
+        if not line.startswith(PREFIX):
+            continue
+        key, sep, value = line[len(PREFIX) :].removeprefix("--").partition("=")
+        if key not in _DIRECTIVES or not sep:
+            raise LocalBackendError(
+                message=f"unknown directive {line!r}", hint="keys: " + ", ".join(_DIRECTIVES)
+            )
+        try:
+            found.update(_DIRECTIVES[key](value))
+        except ValueError as exc:
+            raise LocalBackendError(message=f"bad directive {line!r}: {exc}") from None
+    if "name" not in found or "workdir" not in found:
+        raise LocalBackendError(
+            message="the script has no #LOCAL --job-name= or --chdir= line",
+            hint="render it with campaignops.runner.local.render",
+        )
+    return Directives(**found)
+
+
+def fold(tasks: Sequence[tuple[str, int | None]]) -> tuple[str, int | None]:
+    """A whole array's (state, exit code) from its tasks': the worst state, and the exit code of
+    its first task in that state (else the first non-zero code, as a cancel hides no failure)."""
+    states = [state for state, _ in tasks]
+    if not all(s in _WORST_FIRST or s == "COMPLETED" for s in states):
+        return ("PENDING" if all(s == "PENDING" for s in states) else "RUNNING"), None
+    worst = next((s for s in _WORST_FIRST if s in states), "COMPLETED")
+    own = next(code for state, code in tasks if state == worst)
+    codes = [code for _, code in tasks if code is not None]
+    return worst, own if own is not None else next((c for c in codes if c), 0 if codes else None)
+
+
+def submit_argv(script_path: str, *, state_root: str) -> list[str]:
+    """One call: copies the script, starts its detached executor, prints the job id."""
+    return [sys.executable, "-m", EXECUTOR, "submit", "--state", state_root, script_path]
+
+
+def parse_job_id(stdout: str) -> str:
+    job_id = stdout.strip()
+    if not JOB_ID.fullmatch(job_id):
+        raise LocalBackendError(message=f"local submit printed {stdout!r}, not a job id")
+    return job_id
+
+
+def query_argvs(job_ids: Iterable[str], *, state_root: str) -> list[list[str]]:
+    """ONE call for every job (``<id>`` or an array task ``<id>_<index>``)."""
+    return [[sys.executable, "-m", EXECUTOR, "status", "--state", state_root, *job_ids]]
+
+
+def sibling_argv(
+    names: Iterable[str], *, state_root: str, include_finished: bool = False
+) -> list[str]:
+    """Jobs PENDING or RUNNING under one of ``names`` (all of them with ``include_finished``,
+    which is how an intent without a result finds its job again by name and comment)."""
+    flag = ["--all"] if include_finished else []
+    return [sys.executable, "-m", EXECUTOR, "siblings", "--state", state_root, *flag, *names]
+
+
+def cancel_argv(job_ids: Iterable[str], *, state_root: str) -> list[str]:
+    return [sys.executable, "-m", EXECUTOR, "cancel", "--state", state_root, *job_ids]
+
+
+def _job_state(record: Mapping[str, Any]) -> JobState:
+    known = {f.name for f in fields(JobState)}
+    values = {k: v for k, v in record.items() if k in known}
+    if values.get("state") not in STATES or not isinstance(values.get("job_id"), str):
+        raise LocalBackendError(message=f"local status record {dict(record)!r} is not a job")
+    return JobState(**values)
+
+
+def _records(stdout: str) -> list[JobState]:
+    try:
+        jobs = json.loads(stdout)["jobs"]
+    except (ValueError, KeyError, TypeError):
+        raise LocalBackendError(message=f"local status printed {stdout[:200]!r}") from None
+    return [_job_state(r) for r in jobs]
+
+
+def parse_states(outputs: Sequence[str]) -> dict[str, JobState]:
+    return {s.job_id: s for out in outputs for s in _records(out)}
+
+
+def parse_siblings(stdout: str) -> tuple[JobState, ...]:
+    return tuple(_records(stdout))
+
+
+# --- the state files (read by localexec's status, siblings and dependency waits) ----------
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def alive(pgid: object) -> bool:
+    """``kill -0 -- -PGID`` on a group whose only member is its leader (the executor's).
+
+    A zombie leader counts as gone: in a container whose PID 1 reaps nothing, an executor that
+    died stays a zombie for ever and ``kill -0`` alone would call it alive.
+    """
+    if not isinstance(pgid, int) or pgid <= 1:
+        return False
+    try:
+        os.kill(-pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's group by that number: alive, not ours to judge
+    try:
+        stat = Path(f"/proc/{pgid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True  # no /proc (macOS): kill -0 is all there is
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def lost(state: dict[str, Any], end: str, reason: str) -> dict[str, Any]:
+    """The job's end as told by someone other than its (dead) executor."""
+    tasks = [
+        {**t, "state": end} if t.get("state") not in FINISHED else t for t in state.get("tasks", [])
+    ]
+    return {**state, "state": end, "reason": reason, "tasks": tasks}
+
+
+def view(root: Path, job_id: str) -> dict[str, Any]:
+    """What ``status`` prints for ``<id>`` or ``<id>_<index>`` (JobState's fields + reason)."""
+    base, _, index = job_id.partition("_")
+    job = read_json(root / base / "job.json") if JOB_ID.fullmatch(base) else None
+    if job is None:
+        return {"job_id": job_id, "state": "UNKNOWN"}
+    path = root / base / "state.json"
+    cancelled = (root / base / "cancel").exists()
+    state = read_json(path) or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
+    unfinished = state["state"] not in FINISHED and "executor_pid" in state
+    if unfinished and not alive(state["executor_pid"]):
+        state = read_json(path) or state  # it may have written its end just before exiting
+        if state["state"] not in FINISHED:
+            end = "CANCELLED" if cancelled else "NODE_FAIL"
+            state = lost(state, end, "cancelled" if cancelled else "executor gone")
+    head = {"job_id": job_id, "submitted": job["submitted"], "timelimit": job["timelimit"]}
+    head |= {"name": job["name"], "comment": job["comment"]}
+    keys = ("state", "exit_code", "started", "ended", "elapsed_s", "reason")
+    if not index:
+        return head | {k: state.get(k) for k in keys}
+    # Before the executor's first write, a task is as PENDING (or CANCELLED) as its job.
+    tasks = {str(t["index"]): t for t in state["tasks"]} or {
+        str(i): {"state": state["state"]} for i in range(job["size"])
+    }
+    if index not in tasks:
+        return {"job_id": job_id, "state": "UNKNOWN"}
+    return head | {k: tasks[index].get(k) for k in keys}
+
+
+def list_jobs(root: Path) -> list[str]:
+    found = [p.name for p in root.iterdir() if JOB_ID.fullmatch(p.name)] if root.is_dir() else []
+    return sorted(found, key=lambda name: int(name.partition("-")[2]))

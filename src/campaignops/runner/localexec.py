@@ -1,0 +1,407 @@
+"""The local backend's executor: ``python -m campaignops.runner.localexec submit|run|status|…``.
+
+Files under the state root (``.campaign/local/``), one directory per job:
+
+- ``.next-id``: the id counter, read and bumped under ``flock``, so concurrent submits differ;
+- ``<id>/script.sh``: the submitted script, copied (later edits to the source change nothing);
+- ``<id>/job.json``: name, comment, time limit, submitted time (written once, before the start);
+- ``<id>/state.json``: written only by the executor (atomically: tmp, fsync, rename), or by
+  ``cancel`` once the executor is gone: job and per-task state, exit codes, process groups, times;
+- ``<id>/cancel``: a cancel request, seen by an executor that missed or predates the signal;
+- ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
+
+``submit`` starts ``run`` in a new session (``setsid``), so the executor is the leader of its
+own process group, which is what ``status`` probes with ``kill -0 -- -PGID``. On Linux the
+executor adopts its tasks' orphans (PR_SET_CHILD_SUBREAPER) and reaps them, so a task's group is
+empty once its end is written, even where PID 1 is slow to reap. The decisions on
+dependencies, lost executors, limits and signals are listed in campaignops.runner.local.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from campaignops.atomic import write_atomic
+from campaignops.errors import CampaignError
+from campaignops.runner.local import (
+    EXECUTOR,
+    JOB_ID,
+    Directives,
+    LocalBackendError,
+    alive,
+    fold,
+    list_jobs,
+    lost,
+    parse_directives,
+    read_json,
+    view,
+)
+from campaignops.runner.spec import FINISHED, TASK_INDEX
+
+TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
+DEPENDENCY_TICK_S = 0.25
+FINAL_REAP_S = 1.0
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+Json = dict[str, Any]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write(path: Path, data: Json) -> None:
+    write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def _killpg(pgid: int | None, sig: int) -> None:
+    if pgid is not None and pgid > 1:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+
+def _allocate(root: Path) -> str:
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / ".next-id", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+        n = int(text) if text.isdigit() else 1
+        while (root / f"local-{n}").exists():
+            n += 1  # a counter that was lost or reset must never hand out a used id
+        (root / f"local-{n}").mkdir()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
+        os.fsync(fd)
+        return f"local-{n}"
+    finally:
+        os.close(fd)
+
+
+def submit(root: Path, script: Path) -> str:
+    text = script.read_text(encoding="utf-8")
+    directives = parse_directives(text)
+    unknown = [p for p in directives.after if not (root / p / "job.json").exists()]
+    if unknown:
+        raise LocalBackendError(
+            message=f"job dependency problem: no local job {', '.join(unknown)}",
+            hint=f"afterok takes ids of jobs under {root}",
+        )
+    job_id = _allocate(root)
+    job_dir = root / job_id
+    write_atomic(job_dir / "script.sh", text.encode("utf-8"))
+    job: Json = {"job_id": job_id, "name": directives.name, "comment": directives.comment}
+    job |= {"timelimit": directives.time, "submitted": _now(), "size": directives.size}
+    _write(job_dir / "job.json", job)
+    with (job_dir / "executor.log").open("ab") as log:
+        # A new session: no terminal to hang up, a group of its own, and nothing tying it to us.
+        subprocess.Popen(
+            [sys.executable, "-m", EXECUTOR, "run", "--state", str(root), job_id],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return job_id
+
+
+# --- the executor ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Task:
+    """One array task while the executor runs it (mutable: it is the executor's bookkeeping)."""
+
+    index: int
+    log: Path
+    state: str = "PENDING"
+    exit_code: int | None = None
+    pgid: int | None = None
+    started: str | None = None
+    ended: str | None = None
+    elapsed_s: float | None = None
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    t0: float = 0.0
+    warned: bool = False
+    stop: str | None = None  # TIMEOUT or CANCELLED once TERM went out
+    term_at: float = 0.0
+    killed: bool = False
+
+    def public(self) -> Json:
+        keys = ("index", "state", "exit_code", "pgid", "started", "ended", "elapsed_s")
+        return {k: getattr(self, k) for k in keys} | {"log": str(self.log)}
+
+
+@dataclass
+class _Executor:
+    root: Path
+    job_id: str
+    d: Directives
+    tasks: list[_Task]
+    cancel_signalled: bool = False
+    state: str = "PENDING"
+    reason: str | None = None
+    started: str | None = None
+    t0: float | None = None
+    last: Json = field(default_factory=dict)
+
+    @property
+    def dir(self) -> Path:
+        return self.root / self.job_id
+
+    def cancelled(self) -> bool:
+        return self.cancel_signalled or (self.dir / "cancel").exists()
+
+    def save(self, **end: Any) -> None:
+        data: Json = {"job_id": self.job_id, "state": self.state, "reason": self.reason}
+        data |= {"executor_pid": os.getpid(), "started": self.started, "ended": None}
+        data |= {"exit_code": None, "elapsed_s": None, "tasks": [t.public() for t in self.tasks]}
+        data |= end
+        if data != self.last:  # unchanged state is not rewritten every tick
+            _write(self.dir / "state.json", data)
+            self.last = data
+
+    def finish(self, reason: str | None = None) -> None:
+        self.state, exit_code = fold([(t.state, t.exit_code) for t in self.tasks])
+        self.reason = reason
+        elapsed = None if self.t0 is None else round(time.time() - self.t0, 3)
+        self.save(ended=_now(), exit_code=exit_code, elapsed_s=elapsed)
+
+    def parents(self) -> str:
+        states = [view(self.root, p)["state"] for p in self.d.after]
+        if all(s == "COMPLETED" for s in states):
+            return "ok"
+        return "never" if any(s in FINISHED or s == "UNKNOWN" for s in states) else "wait"
+
+    def start(self, task: _Task) -> None:
+        task.t0, task.started, task.state = time.monotonic(), _now(), "RUNNING"
+        if self.t0 is None:
+            self.t0, self.started, self.state = time.time(), task.started, "RUNNING"
+        try:
+            task.log.parent.mkdir(parents=True, exist_ok=True)
+            with task.log.open("ab") as out:
+                task.proc = subprocess.Popen(
+                    ["bash", str(self.dir / "script.sh")],
+                    env={**os.environ, TASK_INDEX: str(task.index)},
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own group: a limit or cancel hits this task only
+                )
+        except OSError as exc:
+            print(f"task {task.index}: cannot start: {exc}", file=sys.stderr, flush=True)
+            task.state, task.ended, task.elapsed_s = "FAILED", _now(), 0.0
+            return
+        task.pgid = task.proc.pid
+
+    def stop(self, task: _Task, why: str) -> None:
+        if task.stop is None:
+            task.stop, task.term_at = why, time.monotonic()
+            _killpg(task.pgid, signal.SIGTERM)
+
+    def tick(self, task: _Task) -> bool:
+        """Advance one running task; True once it has ended."""
+        assert task.proc is not None and task.pgid is not None
+        # WNOWAIT leaves the leader a zombie, so its group id cannot be reused while we kill
+        # whatever the task left behind in the group.
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        if os.waitid(os.P_PID, task.pgid, flags) is not None:
+            _killpg(task.pgid, signal.SIGKILL)
+            code = task.proc.wait()
+            task.exit_code = code if code >= 0 else 128 - code
+            task.state = task.stop or ("COMPLETED" if code == 0 else "FAILED")
+            task.ended, task.elapsed_s = _now(), round(time.monotonic() - task.t0, 3)
+            return True
+        age = time.monotonic() - task.t0
+        limit = self.d.time_s
+        if limit is not None and self.d.warning and not task.warned:
+            name, before = self.d.warning
+            if age >= limit - before:
+                task.warned = True
+                os.kill(task.pgid, signal.Signals[f"SIG{name}"])  # the batch shell only
+        if limit is not None and age >= limit:
+            self.stop(task, "TIMEOUT")
+        if task.stop and not task.killed and time.monotonic() - task.term_at >= self.d.kill_wait_s:
+            task.killed = True
+            _killpg(task.pgid, signal.SIGKILL)
+        return False
+
+    def run(self) -> None:
+        self.save()
+        verdict = self.parents()
+        while verdict == "wait" and not self.cancelled():
+            time.sleep(DEPENDENCY_TICK_S)
+            verdict = self.parents()
+        if verdict == "never" or self.cancelled():
+            for task in self.tasks:
+                task.state = "CANCELLED"
+            self.finish("DependencyNeverSatisfied" if verdict == "never" else "cancelled")
+            return
+        cap = self.d.cap or os.cpu_count() or 1
+        queue: deque[_Task] = deque(self.tasks)
+        running: list[_Task] = []
+        while queue or running:
+            if self.cancelled():
+                while queue:
+                    queue.popleft().state = "CANCELLED"
+                for task in running:
+                    self.stop(task, "CANCELLED")
+            while queue and len(running) < cap:
+                task = queue.popleft()
+                self.start(task)
+                if task.proc is not None:
+                    running.append(task)
+            running = [t for t in running if not self.tick(t)]
+            _reap_orphans({t.pgid for t in running if t.pgid is not None})
+            self.save()
+            time.sleep(TICK_S)
+        _reap_adopted(FINAL_REAP_S)
+        self.finish("cancelled" if self.cancelled() else None)
+
+
+def _become_subreaper() -> None:
+    # Orphans of a task's processes come back to the executor instead of PID 1 (which, in a
+    # container, may never reap them), so an ended task's group really empties.
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _reap_orphans(leaders: set[int]) -> None:
+    """Reap exited adopted orphans; stop at a running task's leader, which tick() reaps."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid in leaders:
+            return
+        os.waitpid(info.si_pid, 0)
+
+
+def _reap_adopted(within_s: float) -> None:
+    """Reap the orphans just killed with their tasks' groups before reporting the end; give up
+    on any still alive after ``within_s`` (one that left its group with setsid: not ours)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(TICK_S / 2)
+
+
+def execute(root: Path, job_id: str) -> None:
+    executor: _Executor | None = None
+
+    def on_term(signum: int, frame: object) -> None:
+        # `kill -TERM -- -PGID` on the job's group, or `cancel`: stop the tasks, then end.
+        if executor is not None:
+            executor.cancel_signalled = True
+        else:
+            (root / job_id / "cancel").touch()
+
+    signal.signal(signal.SIGTERM, on_term)
+    _become_subreaper()
+    d = parse_directives((root / job_id / "script.sh").read_text(encoding="utf-8"))
+    stem = f"{d.name}-{job_id}"
+    logs = Path(d.workdir) / d.log_dir
+    names = [f"{stem}_{i}.out" if d.size > 1 else f"{stem}.out" for i in range(d.size)]
+    tasks = [_Task(index=i, log=logs / name) for i, name in enumerate(names)]
+    executor = _Executor(root=root, job_id=job_id, d=d, tasks=tasks)
+    executor.run()
+
+
+# --- status, siblings, cancel ------------------------------------------------------------------
+
+
+def cancel(root: Path, job_id: str) -> None:
+    job_dir = root / job_id
+    if not JOB_ID.fullmatch(job_id) or not (job_dir / "job.json").exists():
+        raise LocalBackendError(message=f"no local job {job_id} under {root}")
+    (job_dir / "cancel").touch()
+    state = read_json(job_dir / "state.json")
+    if state is None or state["state"] in FINISHED:
+        return  # finished, or an executor still starting: it reads the request itself
+    if alive(state.get("executor_pid")):
+        _killpg(state["executor_pid"], signal.SIGTERM)
+        return
+    # No executor left to do it: end the tasks it recorded and write the end ourselves.
+    for task in state["tasks"]:
+        if task["state"] not in FINISHED:
+            _killpg(task.get("pgid"), signal.SIGKILL)
+    _write(job_dir / "state.json", lost(state, "CANCELLED", "cancelled") | {"ended": _now()})
+
+
+def _cmd_submit(args: argparse.Namespace) -> None:
+    print(submit(Path(args.state).absolute(), Path(args.script)))
+
+
+def _cmd_run(args: argparse.Namespace) -> None:
+    execute(Path(args.state), args.job_id)
+
+
+def _cmd_status(args: argparse.Namespace) -> None:
+    print(json.dumps({"jobs": [view(Path(args.state), j) for j in args.job_ids]}))
+
+
+def _cmd_siblings(args: argparse.Namespace) -> None:
+    root, names = Path(args.state), set(args.names)
+    views = [view(root, j) for j in list_jobs(root)]
+    keep = [v for v in views if v["name"] in names and (args.all or v["state"] not in FINISHED)]
+    print(json.dumps({"jobs": keep}))
+
+
+def _cmd_cancel(args: argparse.Namespace) -> None:
+    for job_id in args.job_ids:
+        cancel(Path(args.state), job_id)
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], None], tuple[str, ...]]] = {
+    "submit": (_cmd_submit, ("script",)),
+    "run": (_cmd_run, ("job_id",)),
+    "status": (_cmd_status, ("job_ids*",)),
+    "siblings": (_cmd_siblings, ("names*",)),
+    "cancel": (_cmd_cancel, ("job_ids+",)),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {EXECUTOR}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (_, positionals) in COMMANDS.items():
+        sub = commands.add_parser(name)
+        sub.add_argument("--state", required=True, help="the state root, .campaign/local")
+        if name == "siblings":
+            sub.add_argument("--all", action="store_true", help="finished jobs too")
+        for spec in positionals:
+            sub.add_argument(spec.rstrip("*+"), nargs=spec[-1] if spec[-1] in "*+" else None)
+    args = parser.parse_args(argv)
+    try:
+        COMMANDS[args.command][0](args)
+    except CampaignError as exc:
+        print(f"localexec {args.command}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

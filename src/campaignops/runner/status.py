@@ -1,0 +1,103 @@
+"""`campaign status`: refresh unfinished jobs with one batched query per backend.
+
+For each backend in the ledger: one query call set (`query_argvs`, e.g. sacct + squeue) for all
+its unfinished jobs, whatever their number. State changes are appended to the ledger as state
+records; STATUS.md's views are re-rendered. An intent without a result (a crash between the two
+writes) is looked up by its job name among the scheduler's jobs (the comment carries its
+ledger id) and its result recorded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from campaignops import ledger, views
+from campaignops.runner import backends, scheduler
+from campaignops.runner import ledger_writer as lw
+from campaignops.runner.spec import FINISHED, JobState
+
+Call = Callable[[Sequence[str]], scheduler.Call]
+
+
+@dataclass(frozen=True)
+class Refresh:
+    queries: int  # scheduler calls made
+    changed: tuple[str, ...]  # ledger ids with a new state record
+    reconciled: tuple[str, ...]  # ledger ids whose lost result was found
+
+
+def _page(root: Path, name: str) -> dict[str, object] | None:
+    rel = f"backends/{name}.md"
+    if not (root / rel).is_file():
+        return None
+    return views.front_matter((root / rel).read_text(encoding="utf-8"), path=rel)
+
+
+def refresh(
+    *,
+    root: Path,
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+    call: Call = scheduler.call,
+) -> Refresh:
+    history = ledger.read(root)
+    by_backend: dict[str, list[ledger.Job]] = {}
+    for job in history.jobs:
+        if job.text("error") or job.state in FINISHED:
+            continue
+        by_backend.setdefault(job.text("backend") or "local", []).append(job)
+    queries = 0
+    records: list[dict[str, object]] = []
+    changed: list[str] = []
+    reconciled: list[str] = []
+    for name, jobs in sorted(by_backend.items()):
+        be = backends.for_page(name, _page(root, name), root=root)
+        lost = [j for j in jobs if not j.text("job_id")]
+        if lost:
+            # Find a lost submission by its comment (ledger id) among the scheduler's jobs.
+            names = sorted({str(j.record.get("name") or "") for j in lost} - {""})
+            out = call(be.sibling_argv(names)).stdout if names else ""
+            queries += bool(names)
+            found = be.parse_siblings(out, names) if names else ()
+            for j in lost:
+                match = next((s for s in found if s.comment and j.ledger_id in s.comment), None)
+                if match is not None:
+                    records.append(
+                        lw.result_record(
+                            ledger_id=j.ledger_id,
+                            time=now(),
+                            job_id=match.job_id,
+                            state=match.state,
+                        )
+                    )
+                    reconciled.append(j.ledger_id)
+        ids = {j.text("job_id"): j for j in jobs if j.text("job_id")}
+        if not ids:
+            continue
+        argvs = be.query_argvs(sorted(k for k in ids if k))
+        outputs = [call(a).stdout for a in argvs]
+        queries += len(argvs)
+        states: dict[str, JobState] = be.parse_states(outputs)
+        for job_id, job in ids.items():
+            state = states.get(job_id or "")
+            if state is None or (
+                state.state == job.state and state.exit_code == job.record.get("exit_code")
+            ):
+                continue
+            signature = (
+                f"{state.state}:{state.exit_code}"
+                if state.state in FINISHED and state.state != "COMPLETED"
+                else None
+            )
+            records.append(
+                lw.state_record(
+                    ledger_id=job.ledger_id, time=now(), state=state, signature=signature
+                )
+            )
+            changed.append(job.ledger_id)
+    if records:
+        lw.append(root, records)
+    views.render_all(root=root, write=True)
+    return Refresh(queries=queries, changed=tuple(changed), reconciled=tuple(reconciled))
