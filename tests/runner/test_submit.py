@@ -1,0 +1,123 @@
+"""campaign submit / status end to end on the local backend, in a campaign from `campaign new`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from campaignops import ledger
+from tests.conftest import git
+
+SLEEPY = """\
+backend: local
+resources: {time: "00:05:00"}
+smoke:
+  args: {seconds: 1}
+jobs:
+  - id: nap
+    cmd: python3 -c "import sys, time; time.sleep(float(sys.argv[2]))"
+    args: {seconds: 30}
+"""
+
+
+@pytest.fixture
+def camp(tmp_path: Path, run, monkeypatch) -> Path:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
+    root = tmp_path / "demo"
+    monkeypatch.chdir(root)
+    return root
+
+
+def records(root: Path) -> list[dict[str, object]]:
+    text = (root / ".campaign/ledger.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def settle(run, root: Path, *, want: str, timeout: float = 60) -> ledger.Job:  # type: ignore[no-untyped-def]
+    """Refresh until the newest job reaches ``want`` (a test helper: product code never polls)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run("status", "--refresh").code == 0
+        job = ledger.read(root).jobs[-1]
+        if job.state == want:
+            return job
+        time.sleep(0.5)
+    raise AssertionError(f"no {want} within {timeout} s: {ledger.read(root).jobs[-1].record}")
+
+
+def test_dry_run_shows_gates_and_script_and_submits_nothing(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    result = run("submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run")
+    assert result.code == 0, result.err
+    for gate in ("committed", "authorized", "smoke_first", "no_sibling", "breaker"):
+        assert f"gate {gate}" in result.out
+    assert "#LOCAL --array=0-3%2" in result.out and "dry run: nothing submitted" in result.out
+    assert records(camp) == []
+
+
+def test_smoke_then_production_with_one_record_chain_per_job(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    refused = run("submit", "manifests/example.yaml", "--stage", "production")
+    assert refused.code == 1 and "smoke_first" in refused.err
+    assert records(camp) == []
+    smoke = run("submit", "manifests/example.yaml", "--stage", "smoke")
+    assert smoke.code == 0, smoke.err
+    job = settle(run, camp, want="COMPLETED")
+    assert job.record["exit_code"] == 0 and job.stage == "smoke"
+    kinds = [r["kind"] for r in records(camp)]
+    assert kinds[:2] == ["intent", "result"] and set(kinds[2:]) == {"state"}
+    assert "COMPLETED" in (camp / "STATUS.md").read_text()
+    assert all(p.exists() for p in (camp / "runs/example").glob("*/metrics.json"))
+    assert len(list((camp / "runs/example").glob("*/metrics.json"))) == 4
+    git(camp, "commit", "-qam", "smoke done")
+    prod = run("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
+    assert prod.code == 0 and "gate smoke_first  pass" in prod.out
+
+
+def test_uncommitted_manifest_is_refused_by_the_committed_gate(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/example.yaml").write_text(
+        (camp / "manifests/example.yaml").read_text() + "# edited\n"
+    )
+    result = run("submit", "manifests/example.yaml", "--stage", "smoke")
+    assert result.code == 1
+    assert "committed" in result.err and "manifests/example.yaml" in result.err
+    assert records(camp) == []
+
+
+def test_sibling_refused_while_running_and_status_is_one_query(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/nap.yaml").write_text(SLEEPY.replace("{seconds: 1}", "{seconds: 20}"))
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "nap")
+    assert run("submit", "manifests/nap.yaml", "--stage", "smoke").code == 0
+    second = run("submit", "manifests/nap.yaml", "--stage", "smoke")
+    assert second.code == 1 and "no_sibling" in second.err
+    from campaignops.runner import status
+
+    refresh = status.refresh(root=camp)
+    assert refresh.queries == 1
+    job_id = ledger.read(camp).jobs[-1].record["job_id"]
+    import subprocess
+
+    from campaignops.runner import local
+
+    subprocess.run(
+        local.cancel_argv([str(job_id)], state_root=str(camp / ".campaign/local")), check=True
+    )
+    assert settle(run, camp, want="CANCELLED").state == "CANCELLED"
+
+
+def test_a_lost_result_is_found_again_by_name_and_comment(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/nap.yaml").write_text(SLEEPY.replace("{seconds: 1}", "{seconds: 20}"))
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "nap")
+    assert run("submit", "manifests/nap.yaml", "--stage", "smoke").code == 0
+    lines = (camp / ".campaign/ledger.jsonl").read_text().splitlines()
+    # A crash between the two writes: the intent is there, the result is not.
+    (camp / ".campaign/ledger.jsonl").write_text(lines[0] + "\n")
+    assert ledger.read(camp).jobs[-1].record.get("job_id") is None
+    from campaignops.runner import status
+
+    found = status.refresh(root=camp)
+    assert found.reconciled and ledger.read(camp).jobs[-1].record.get("job_id")
