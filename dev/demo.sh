@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: install campaignops, create a campaign with
-# `campaign new` (template → git init → first commit), check it (clean), run its example smoke
-# on the local machine, plant two classic defects and watch `campaign check` catch them with
-# path:line and a hint, repair one with --fix, and print where to look.
+# `campaign new` (template → git init → first commit), check it, submit the example's smoke to the
+# local backend through the gates, wait, refresh `campaign status`, show where STATUS.md and the
+# ledger are; then plant two classic defects and watch `campaign check` catch them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python3 -m venv "$here/.venv"
@@ -12,7 +12,7 @@ export PATH="$here/.venv/bin:$PATH"
 
 demo="${1:-$(mktemp -d)/demo-campaign}"
 echo "== campaign new $demo --defaults"
-campaign new "$demo" --defaults
+campaign new "$demo" --defaults --data require_pushed=no  # no remote to push to here
 cd "$demo"
 # The template's backend facts carry the month they were verified; STALE ages them. A real
 # campaign re-verifies them; the demo stamps them with this month so its clean run stays clean.
@@ -27,8 +27,21 @@ echo "== campaign check on the new campaign"
 campaign check && echo "clean (exit 0)"
 
 echo
-echo "== the example smoke, on this machine (what \`campaign submit --stage smoke\` will run)"
-CAMPAIGN_OUT=runs bash scripts/run_queue.v1.sh queues/example.txt
+echo "== production before any smoke: the smoke_first gate refuses"
+campaign submit manifests/example.yaml --stage production || echo "(refused, exit $?)"
+
+echo
+echo "== campaign submit manifests/example.yaml --stage smoke  (one array job on the local backend)"
+campaign submit manifests/example.yaml --stage smoke
+
+echo
+echo "== waiting for it: one batched status query every 2 s (a demo loop; use mail in real life)"
+for _ in $(seq 1 30); do
+  campaign status --refresh >/dev/null 2>&1
+  grep -q 'COMPLETED\|FAILED\|TIMEOUT\|CANCELLED' STATUS.md && break
+  sleep 2
+done
+campaign status
 echo "outputs: $(find runs -name metrics.json | sort | tr '\n' ' ')"
 
 echo
@@ -48,6 +61,8 @@ campaign check --select EOL && echo "line endings clean (exit 0)"
 
 echo
 echo "Look at: $demo"
-echo "  AGENTS.md (rules), HPC_PLAYBOOK.md, campaign.yaml (policy), backends/, failures.yaml,"
-echo "  manifests/example.yaml, queues/example.txt, runs/ (the smoke's outputs), STATUS.md"
+echo "  STATUS.md                 the stage and job tables (a view of the ledger)"
+echo "  .campaign/ledger.jsonl    every submission: intent, result, state changes"
+echo "  runs/ and logs/           the smoke's outputs and logs"
+echo "  AGENTS.md, HPC_PLAYBOOK.md, campaign.yaml, backends/, failures.yaml, manifests/"
 echo "  'campaign --help' lists every command"
