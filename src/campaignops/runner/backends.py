@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from campaignops.errors import UsageError
@@ -31,30 +32,22 @@ class Backend:
     parse_siblings: Callable[[str, Sequence[str]], tuple[JobState, ...]]
 
 
-def _slurm(root: Path) -> Backend:
-    return Backend(
-        module="slurm",
-        render=slurm.render,
-        submit_argv=slurm.submit_argv,
-        parse_job_id=slurm.parse_job_id,
-        query_argvs=slurm.query_argvs,
-        parse_states=slurm.parse_states,
-        sibling_argv=slurm.sibling_argv,
-        parse_siblings=slurm.parse_siblings,
-    )
+def _scheduler(module: ModuleType) -> Callable[[Path], Backend]:
+    """A scheduler module (slurm, pbs) already has the face: its functions, by name."""
 
+    def make(root: Path) -> Backend:
+        return Backend(
+            module=module.__name__.rsplit(".", 1)[-1],
+            render=module.render,
+            submit_argv=module.submit_argv,
+            parse_job_id=module.parse_job_id,
+            query_argvs=module.query_argvs,
+            parse_states=module.parse_states,
+            sibling_argv=module.sibling_argv,
+            parse_siblings=module.parse_siblings,
+        )
 
-def _pbs(root: Path) -> Backend:
-    return Backend(
-        module="pbs",
-        render=pbs.render,
-        submit_argv=pbs.submit_argv,
-        parse_job_id=pbs.parse_job_id,
-        query_argvs=pbs.query_argvs,
-        parse_states=pbs.parse_states,
-        sibling_argv=pbs.sibling_argv,
-        parse_siblings=pbs.parse_siblings,
-    )
+    return make
 
 
 def _local(root: Path) -> Backend:
@@ -73,7 +66,11 @@ def _local(root: Path) -> Backend:
     )
 
 
-MODULES: Mapping[str, Callable[[Path], Backend]] = {"slurm": _slurm, "pbs": _pbs, "local": _local}
+MODULES: Mapping[str, Callable[[Path], Backend]] = {
+    "slurm": _scheduler(slurm),
+    "pbs": _scheduler(pbs),
+    "local": _local,
+}
 
 
 def module_for(page: Mapping[str, Any] | None) -> str | None:
