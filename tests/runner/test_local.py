@@ -162,7 +162,7 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
         "  break\n"
         "done\n"
         'exit "$campaign_status"\n'
@@ -200,7 +200,7 @@ def test_render_single_job_has_no_array_dependency_or_limit() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
         "  break\n"
         "done\n"
         'exit "$campaign_status"\n'

@@ -67,7 +67,7 @@ ONE_TASK = (
     "while :; do\n"
     "  campaign_woken=0\n"
     '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-    '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+    '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
     "  break\n"
     "done\n"
     'exit "$campaign_status"\n'
@@ -125,7 +125,7 @@ def test_render_single_job_in_full() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
         "  break\n"
         "done\n"
         'exit "$campaign_status"\n'
@@ -174,7 +174,7 @@ def test_render_array_with_concurrency_cap_in_full() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
         "  break\n"
         "done\n"
         'exit "$campaign_status"\n'

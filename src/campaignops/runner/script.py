@@ -61,8 +61,10 @@ def body(tasks: Sequence[str], *, warned: bool, on_warned_failure: str | None = 
         "while :; do",
         "  campaign_woken=0",
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?',
-        # A trap ended wait early (128+signal) while the task still runs: wait for it again.
-        '  if [ "$campaign_woken" = 1 ] && kill -0 "$campaign_pid" 2>/dev/null; then continue; fi',
+        # A trap ended wait early (128+signal): wait again. For a task still running that waits
+        # for its end; for one already reaped, bash returns the saved status (not kill -0, which
+        # cannot see a task bash has already collected).
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi',
         "  break",
         "done",
     ]

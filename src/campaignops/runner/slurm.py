@@ -1,23 +1,24 @@
 """The Slurm backend: an sbatch script, and what sbatch, sacct and squeue print.
 
-Checked on a real cluster (Slurm 22.05, dev/slurm_cluster.py; tests/runner/test_slurm.py):
+Checked on a real cluster (Slurm 22.05: dev/slurm_cluster.py, tests/runner/test_slurm.py):
 
-- ``#SBATCH`` values: sbatch reads a double-quoted value whole (spaces, ``'`` and ``#`` kept),
-  so free text is quoted; ``"``, ``\\`` and control characters are refused, as is anything
-  else a value could not carry (a job name is ``[A-Za-z0-9_.+-]``: squeue/sacct take names as
-  a comma list and print them ``|``-separated).
-- Times: sacct and squeue print local times without a zone; ``SLURM_TIME_FORMAT=%s`` makes
-  them print epoch seconds (a ``%z`` in a longer format is dropped), read back in ``zone``.
-- ``sacct -j`` selects from the epoch, pending and held jobs included; no ``-X``: the memory
-  high-water mark (MaxRSS) is on the steps (``.batch``, ``.0``…), the rest on the allocation.
-  The comment is only stored with ``AccountingStoreFlags=job_comment``: squeue shows it anyway.
-- squeue prints live jobs only; ``-j <one id>`` fails once the job has left slurmctld's memory
-  (MinJobAge), a list never does: a lone id is given twice.
-- Arrays: sacct has one row per task (``12_3``; pending ones folded as ``12_[4-9%2]``),
-  squeue one per running task plus one for the pending rest; all fold into the array id.
-- ``--signal=B:USR1@N`` signals the batch shell only: the script passes it to the task's
-  process group and, with ``--requeue``, requeues the job if the task then stops unsuccessfully
-  (Slurm holds a requeued job about two minutes before it is eligible again).
+- sbatch reads a double-quoted ``#SBATCH`` value whole (spaces, ``'``, ``#``): free text is
+  quoted; ``"``, ``\\`` and control characters are refused, as is any value that could not be
+  one argument. Job names are ``[A-Za-z0-9_.+-]``: squeue/sacct take them as a comma list.
+- Times: both print local time without a zone; ``SLURM_TIME_FORMAT=%s`` gives epoch seconds
+  (a ``%z`` in a longer format is dropped), written back as ISO 8601 in ``zone``.
+- ``sacct -j`` (from the epoch, held jobs included), without ``-X``: MaxRSS is on the steps.
+  The comment is there only with ``AccountingStoreFlags=job_comment``; squeue shows it anyway.
+  sacct lags slurmctld by seconds, per task: a task without its final record (or with the
+  ``allocation`` row slurmdbd makes before the job's start record, no Timelimit) is not done.
+- ``squeue -r -t all``: every task slurmctld still holds (finished ones for MinJobAge), so a
+  job is finished only when sacct has each of them. ``-j <one id>`` fails once the job is
+  purged, a list never does: a lone id is given twice.
+- sacct shows a batch exit status over 128 less 128 (``exit 138`` is ``10:0``); a death by
+  signal is ``0:<signal>``, read here as 128+signal.
+- ``--signal=B:USR1@N`` reaches the batch shell only, which passes it on (runner.script); with
+  ``--requeue`` the script requeues the job when the task then fails (Slurm holds a requeued
+  job ~2 minutes before it may start again).
 """
 
 from __future__ import annotations
@@ -26,16 +27,18 @@ import dataclasses
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 
 from campaignops.errors import CampaignError
+from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, Resources
 
-WARNING_SIGNAL = "USR1"
+WARNING_SIGNAL = script.WARNING_SIGNAL
 # Comment last: it may hold "|".
 SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "Comment")  # fmt: skip
-SQUEUE_FORMAT = "%F|%T|%r|%j|%V|%S|%l|%k"  # array id, state, reason, name, submit, start, limit
+# Array (or job) id, task index, state, reason, name, submit, start, limit, comment.
+SQUEUE_FORMAT = "%F|%K|%T|%r|%j|%V|%S|%l|%k"
 EPOCH_TIMES = ["env", "SLURM_TIME_FORMAT=%s"]
 
 _SAFE = re.compile(r"[A-Za-z0-9_.,/:=@%+~-]+")  # needs no quotes on an #SBATCH line
@@ -117,35 +120,6 @@ _RESOURCE_OPTIONS = (
     ("ntasks", "ntasks", ""), ("cpus", "cpus-per-task", ""), ("mem", "mem", "mem"),
     ("gpus", "gres", ""), ("constraint", "constraint", "constraint"),
 )  # fmt: skip
-_TASK_END = f"""    *)
-      echo "campaign: this job has no task ${TASK_INDEX}" >&2
-      exit 64
-      ;;
-  esac
-}}
-"""
-# The task runs in a process group of its own (set -m while it starts) so that the warning
-# reaches all of its processes. The trap ends wait early with 128+10: then wait again (a child
-# reaped meanwhile keeps its status until waited for, so kill -0 cannot tell).
-_WARNED_RUN = f"""# Slurm signals only this shell before the time limit: pass it to the task's processes.
-campaign_warned=0
-campaign_pid=
-trap 'campaign_warned=1; campaign_woken=1; [ -z "$campaign_pid" ] || kill -{WARNING_SIGNAL} -- "-$campaign_pid" 2>/dev/null || true' {WARNING_SIGNAL}
-set -m
-campaign_task &
-campaign_pid=$!
-set +m
-while :; do
-  campaign_woken=0
-  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?
-  [ "$campaign_woken" = 1 ] && [ "$campaign_status" = 138 ] || break
-done
-"""
-_REQUEUE = """if [ "$campaign_warned" = 1 ] && [ "$campaign_status" != 0 ]; then
-  echo "campaign: stopped at the time-limit warning (status $campaign_status): requeued" >&2
-  scontrol requeue "$SLURM_JOB_ID"
-fi
-"""
 
 
 def _resources(res: Resources) -> list[str]:
@@ -195,31 +169,30 @@ def _directives(spec: JobSpec) -> list[str]:
 
 
 def render(spec: JobSpec) -> str:
-    """The complete batch script for ``spec``: #SBATCH lines, then the task of this index."""
+    """The complete batch script: #SBATCH lines, then task ``$CAMPAIGN_TASK_INDEX`` verbatim."""
     if not spec.tasks:
-        raise SlurmRefusal(message=f"job {spec.name!r} has no task")
-    head = [
-        "#!/bin/bash",
-        *(f"#SBATCH {d}" for d in _directives(spec)),
-        "set -euo pipefail",
-        *(
-            f"export {_valid('environment name', k)}={shlex.quote(v)}"
-            for k, v in sorted(spec.env.items())
-        ),
-        f'export {TASK_INDEX}="${{SLURM_ARRAY_TASK_ID:-0}}"',
-        "campaign_task() {",
-        f'  case "${TASK_INDEX}" in',
-    ]
+        raise SlurmRefusal(message=f"job {spec.name!r} has no task", hint="plan a target")
     for index, command in enumerate(spec.tasks):
         if not command.strip() or "\x00" in command:
             raise SlurmRefusal(message=f"task {index} has no command (or holds a NUL byte)")
-        # As-is: continuation lines keep their own text (a here-document must not move).
-        head += [f"    {index})", f"      {command}", "      ;;"]
-    if spec.warning_seconds is None:
-        tail = "campaign_task\n"
-    else:
-        tail = _WARNED_RUN + (_REQUEUE if spec.requeue else "") + 'exit "$campaign_status"\n'
-    return "\n".join(head) + "\n" + _TASK_END + tail
+    warned = spec.warning_seconds is not None
+    requeue = 'scontrol requeue "$SLURM_JOB_ID"' if warned and spec.requeue else None
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            # sbatch reads #SBATCH lines up to the first command: every one comes first.
+            *(f"#SBATCH {d}" for d in _directives(spec)),
+            "# Rendered by campaignops from a committed manifest: change that, not this.",
+            "set -euo pipefail",
+            f'export {TASK_INDEX}="${{SLURM_ARRAY_TASK_ID:-0}}"',
+            *(
+                f"export {_valid('environment name', k)}={shlex.quote(v)}"
+                for k, v in sorted(spec.env.items())
+            ),
+            *script.body(spec.tasks, warned=warned, on_warned_failure=requeue),
+            "",
+        ]
+    )
 
 
 def submit_argv(script_path: str) -> list[str]:
@@ -241,12 +214,13 @@ def _ids(job_ids: Iterable[str]) -> str:
 
 
 def query_argvs(job_ids: Iterable[str]) -> list[list[str]]:
-    """ONE sacct (every job ever, steps included) and ONE squeue (live jobs: state, reason)."""
+    """ONE sacct (every job ever, steps included) and ONE squeue (what slurmctld still holds,
+    finished tasks too, one line per array task: it knows a task has ended before sacct does)."""
     ids = _ids(job_ids)
     fields = ",".join(SACCT_FIELDS)
     return [
         [*EPOCH_TIMES, "sacct", "-P", "-n", f"--format={fields}", "-j", ids],
-        [*EPOCH_TIMES, "squeue", "-h", "-o", SQUEUE_FORMAT, "-j", ids],
+        [*EPOCH_TIMES, "squeue", "-h", "-r", "-t", "all", "-o", SQUEUE_FORMAT, "-j", ids],
     ]
 
 
@@ -314,8 +288,11 @@ def _exit(text: str) -> int | None:
     return code if code or not sig else 128 + sig
 
 
-def _sacct_rows(stdout: str, zone: tzinfo | None) -> dict[str, list[tuple[int, JobState]]]:
-    """Allocation rows by array/job id as (task index, state); steps lend their MaxRSS."""
+Tasks = dict[str, dict[int, JobState]]  # array/job id → task index (-1: not an array) → state
+
+
+def _sacct_rows(stdout: str, zone: tzinfo | None) -> Tasks:
+    """Allocation rows by array/job id and task; steps lend their MaxRSS."""
     rows: list[tuple[str, str | None, dict[str, str]]] = []
     rss: dict[tuple[str, str | None], str] = {}
     for line in stdout.splitlines():
@@ -330,11 +307,15 @@ def _sacct_rows(stdout: str, zone: tzinfo | None) -> dict[str, list[tuple[int, J
             rows.append((job, task, f))
         elif _kib(f["MaxRSS"]) > _kib(rss.get((job, task))):
             rss[(job, task)] = f["MaxRSS"]  # the largest step (.batch, .0, ...) of the task
-    tasks: dict[str, list[tuple[int, JobState]]] = {}
+    tasks: Tasks = {}
     for job, task, f in rows:
+        # A short job's row can come before slurmdbd has its start record (~5 s): named
+        # "allocation", no Timelimit, ReqMem "16?". Such a task is not yet accounted.
+        if not f["Timelimit"]:
+            continue
         state = _state(f["State"])
         done = state in FINISHED
-        tasks.setdefault(job, []).append((-1 if task is None else int(task), JobState(
+        tasks.setdefault(job, {})[-1 if task is None else int(task)] = JobState(
             job_id=job,
             state=state,
             exit_code=_exit(f["ExitCode"]) if done else None,
@@ -346,18 +327,15 @@ def _sacct_rows(stdout: str, zone: tzinfo | None) -> dict[str, list[tuple[int, J
             elapsed_s=_seconds(f["Elapsed"]),
             max_rss=rss.get((job, task)),
             req_mem=f["ReqMem"] or None,
-            timelimit=f["Timelimit"] or None,
-        )))  # fmt: skip
-    # A short job's row can come before slurmdbd has its start record (~5 s): name
-    # "allocation", no Timelimit, ReqMem "16?". Such a job reads as not yet known.
-    partial = {job for job, _, f in rows if not f["Timelimit"]}
-    return {job: t for job, t in tasks.items() if job not in partial}
+            timelimit=f["Timelimit"],
+        )
+    return tasks
 
 
-def fold(tasks: Sequence[tuple[int, JobState]]) -> JobState:
+def fold(tasks: Mapping[int, JobState]) -> JobState:
     """One job, or a whole array from its tasks: the worst state when all have finished, with
     the exit code of its first task in that state; RUNNING while any runs; else PENDING."""
-    ordered = [s for _, s in sorted(tasks, key=lambda t: t[0])]
+    ordered = [tasks[i] for i in sorted(tasks)]
     first, states = ordered[0], [s.state for s in ordered]
     finished = all(s in FINISHED for s in states)
     if finished:
@@ -378,54 +356,67 @@ def fold(tasks: Sequence[tuple[int, JobState]]) -> JobState:
     )
 
 
-def _squeue_rows(stdout: str, zone: tzinfo | None) -> dict[str, list[tuple[JobState, str]]]:
-    rows: dict[str, list[tuple[JobState, str]]] = {}
+def _squeue_rows(stdout: str, zone: tzinfo | None) -> tuple[Tasks, dict[str, str]]:
+    """Tasks by array/job id as slurmctld has them, and the reason each job waits (or ran)."""
+    tasks: Tasks = {}
+    reasons: dict[str, str] = {}
     for line in stdout.splitlines():
         if not line.strip():
             continue
-        row = line.split("|", 7)
-        if len(row) != 8:
-            raise SlurmOutputError(message=f"squeue row {line[:200]!r} has not 8 fields")
-        job, state, reason, name, submit, start, limit, comment = row
-        live = _state(state)
-        rows.setdefault(job, []).append((JobState(
+        row = line.split("|", 8)
+        if len(row) != 9:
+            raise SlurmOutputError(message=f"squeue printed {line[:200]!r}: not 9 fields")
+        job, task, state, reason, name, submit, start, limit, comment = row
+        now = _state(state)
+        tasks.setdefault(job, {})[int(task) if task.isdigit() else -1] = JobState(
             job_id=job,
-            state=live,
+            state=now,
             name=name or None,
             comment=None if comment in _NO_VALUE else comment,
             submitted=_iso(submit, zone),
-            started=_iso(start, zone) if live == "RUNNING" else None,
+            started=_iso(start, zone) if now not in ("PENDING", "UNKNOWN") else None,
             timelimit=limit or None,
-        ), reason))  # fmt: skip
-    return rows
+        )
+        if now == "PENDING" or job not in reasons:
+            reasons[job] = reason  # a waiting task says why the array is not done
+    return tasks, reasons
+
+
+def _merge(accounted: JobState | None, now: JobState) -> JobState | None:
+    """A task as slurmctld (``now``) and sacct (``accounted``) see it; None: sacct's stands."""
+    if now.state in FINISHED:
+        if accounted is not None and accounted.state in FINISHED:
+            return None
+        # Ended, but sacct has not the final record yet: not finished for the ledger either.
+        now = dataclasses.replace(now, state="RUNNING")
+    if accounted is None:
+        return now
+    return dataclasses.replace(accounted, state=now.state, exit_code=None, ended=None)
 
 
 def parse_states(outputs: Sequence[str], *, zone: tzinfo | None = None) -> dict[str, JobState]:
     """Every job and array in query_argvs' outputs (sacct's, then squeue's), by id.
 
-    squeue decides while a job is live (sacct lags, and leaves out jobs not yet eligible);
-    sacct gives the rest. Times are ISO 8601 in ``zone`` (None: this machine's zone).
+    A job is finished once sacct has the final record of each task slurmctld knows of (sacct
+    lags by seconds, more for arrays, and leaves out jobs not yet eligible); slurmctld decides
+    while a task is live. Times are ISO 8601 in ``zone`` (None: this machine's zone).
     """
-    states = {job: fold(rows) for job, rows in _sacct_rows(outputs[0], zone).items()}
-    live = _squeue_rows(outputs[1], zone) if len(outputs) > 1 else {}
-    for job, rows in live.items():
-        now = fold([(0, s) for s, _ in rows])
-        if now.state not in ("PENDING", "RUNNING"):
-            continue  # squeue's view of a job that has just ended: sacct's is complete
-        known = states.get(job)
-        states[job] = now if known is None else dataclasses.replace(
-            known, state=now.state, exit_code=None, ended=None, started=known.started or now.started
-        )  # fmt: skip
-    return states
+    tasks = _sacct_rows(outputs[0], zone)
+    live = _squeue_rows(outputs[1], zone)[0] if len(outputs) > 1 else {}
+    for job, known in live.items():
+        mine = tasks.setdefault(job, {})
+        if any(i >= 0 for i in known):
+            mine.pop(-1, None)  # sacct's folded pending row ("12_[4-9]"): squeue lists each
+        for index, now in known.items():
+            merged = _merge(mine.get(index), now)
+            if merged is not None:
+                mine[index] = merged
+    return {job: fold(t) for job, t in tasks.items() if t}
 
 
 def parse_reasons(stdout: str) -> dict[str, str]:
-    """squeue's reason per live job or array (``Dependency``, ``DependencyNeverSatisfied``)."""
-    reasons: dict[str, str] = {}
-    for job, rows in _squeue_rows(stdout, None).items():
-        waiting = [r for s, r in rows if s.state == "PENDING"] or [r for _, r in rows]
-        reasons[job] = waiting[0]
-    return reasons
+    """squeue's reason per job or array (``Dependency``, ``DependencyNeverSatisfied``)."""
+    return _squeue_rows(stdout, None)[1]
 
 
 def parse_siblings(stdout: str, names: Iterable[str]) -> tuple[JobState, ...]:
