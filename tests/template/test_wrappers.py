@@ -309,9 +309,38 @@ def interrupt(
     else:  # `--signal=B:…`: only the batch shell, which must pass it on
         os.kill(proc.pid, sig)
     out, err = proc.communicate(timeout=TIMEOUT)
-    with pytest.raises(ProcessLookupError):  # the queue waited for its cell to checkpoint
-        os.killpg(proc.pid, 0)
+    # The queue waited for its cell to checkpoint: its group empties right after it ends. A
+    # bounded wait, because a child that has just exited stays a zombie (still "in" the group
+    # for killpg) until PID 1 reaps it, which some containers do lazily.
+    wait_until("the queue's process group to be empty", lambda: _group_gone(proc.pid))
     return proc, out, err, seen
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return all(_zombie(pid) for pid in _pids_in_group(pgid))
+
+
+def _pids_in_group(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            pids.append(int(entry.parent.name))
+    return pids
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 @pytest.mark.parametrize(
