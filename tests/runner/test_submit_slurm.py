@@ -1,0 +1,97 @@
+"""campaign submit / status through the gates on the real Slurm cluster (tests/runner/conftest.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from campaignops import ledger
+from tests.conftest import git
+
+pytestmark = pytest.mark.slurm
+
+FAILING = """\
+backend: generic-slurm
+resources: {time: "00:05:00", mem: 100M}
+jobs:
+  - id: crash
+    cmd: 'bash -c "echo ValueError - bad input 17 >&2; exit 3"'
+"""
+
+
+@pytest.fixture
+def camp(tmp_path: Path, run, monkeypatch, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    made = run(
+        "new",
+        "sl",
+        "--defaults",
+        "--data",
+        "backends=generic-slurm,local",
+        "--data",
+        "smoke_backend=generic-slurm",
+    )
+    assert made.code == 0, made.err
+    root = tmp_path / "sl"
+    upstream = tmp_path / "upstream.git"
+    git(tmp_path, "init", "-q", "--bare", str(upstream))
+    git(root, "remote", "add", "origin", str(upstream))
+    git(root, "push", "-q", "-u", "origin", "main")
+    monkeypatch.chdir(root)
+    return root
+
+
+def settle(run, root: Path, *, want: set[str], timeout: float = 120) -> ledger.Job:  # type: ignore[no-untyped-def]
+    """Refresh until the newest job's state is in ``want`` (a test helper, not product code)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert run("status", "--refresh").code == 0
+        job = ledger.read(root).jobs[-1]
+        if job.state in want:
+            return job
+        time.sleep(1)
+    raise AssertionError(f"not {want} within {timeout} s: {ledger.read(root).jobs[-1].record}")
+
+
+def test_gates_and_a_smoke_on_slurm(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    argv = ["submit", "manifests/example.yaml", "--backend", "generic-slurm"]
+    # An unpushed HEAD is refused (require_pushed), then accepted once pushed.
+    (camp / "LESSONS.md").write_text((camp / "LESSONS.md").read_text() + "\n")
+    git(camp, "commit", "-qam", "local only")
+    unpushed = run(*argv, "--stage", "smoke")
+    assert unpushed.code == 1 and "committed" in unpushed.err and "push" in unpushed.err
+    git(camp, "push", "-q")
+    production = run(*argv, "--stage", "production")
+    assert production.code == 1 and "smoke_first" in production.err
+    smoke = run(*argv, "--stage", "smoke")
+    assert smoke.code == 0, smoke.err
+    job = settle(run, camp, want={"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
+    assert (job.state, job.record.get("exit_code")) == ("COMPLETED", 0), job.record
+    assert str(job.record["job_id"]).isdigit()
+    assert job.record.get("started") and job.record.get("ended")
+    assert len(list((camp / "runs/example").glob("*/metrics.json"))) == 4
+    git(camp, "commit", "-qam", "smoke done")
+    git(camp, "push", "-q")
+    again = run(*argv, "--stage", "production", "--dry-run")
+    assert again.code == 0 and "gate smoke_first  pass" in again.out
+
+
+def test_breaker_after_three_same_signature_failures(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/crash.yaml").write_text(FAILING)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a crashing target")
+    git(camp, "push", "-q")
+    for _ in range(3):
+        assert run("submit", "manifests/crash.yaml", "--stage", "smoke").code == 0
+        job = settle(run, camp, want={"FAILED", "COMPLETED"})
+        assert (job.state, job.record.get("exit_code")) == ("FAILED", 3)
+    fourth = run("submit", "manifests/crash.yaml", "--stage", "smoke")
+    assert fourth.code == 1 and "breaker" in fourth.err
+    forced = run(
+        "submit", "manifests/crash.yaml", "--stage", "smoke", "--override", "fixed the input"
+    )
+    assert forced.code == 0, forced.err
+    intent = ledger.read(camp).jobs[-1]
+    assert intent.record.get("override") == "fixed the input"
