@@ -95,3 +95,46 @@ def test_breaker_after_three_same_signature_failures(camp: Path, run) -> None:  
     assert forced.code == 0, forced.err
     intent = ledger.read(camp).jobs[-1]
     assert intent.record.get("override") == "fixed the input"
+
+
+def test_dirty_tree_untracked_manifest_and_a_pending_sibling(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    argv = ["submit", "manifests/example.yaml", "--backend", "generic-slurm", "--stage", "smoke"]
+    manifest = camp / "manifests/example.yaml"
+    original = manifest.read_text()
+    manifest.write_text(original + "# edited on the cluster\n")
+    dirty = run(*argv)
+    assert dirty.code == 1 and "committed" in dirty.err and "manifests/example.yaml" in dirty.err
+    manifest.write_text(original)
+    (camp / "manifests/new.yaml").write_text("jobs: [{id: x, cmd: 'true'}]\n")
+    untracked = run(*argv)
+    assert (
+        untracked.code == 1
+        and "committed" in untracked.err
+        and "manifests/new.yaml" in untracked.err
+    )
+    (camp / "manifests/new.yaml").unlink()
+    assert ledger.read(camp).jobs == ()
+    # Hold the smoke PENDING behind a sleeping job, then ask for it again: the sibling gate.
+    blocker = (
+        subprocess.run(
+            ["sbatch", "--parsable", "--time=00:05:00", "--mem=10M", "--wrap=sleep 120"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .split(";")[0]
+    )
+    try:
+        first = run(*argv, "--after", blocker)
+        assert first.code == 0, first.err
+        second = run(*argv)
+        assert second.code == 1 and "no_sibling" in second.err
+        assert len(ledger.read(camp).jobs) == 1  # one record chain: the refusal wrote nothing
+    finally:
+        subprocess.run(["scancel", blocker], check=False)
+        job_id = ledger.read(camp).jobs[-1].record.get("job_id")
+        if job_id:
+            subprocess.run(["scancel", str(job_id)], check=False)
