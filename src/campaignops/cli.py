@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import __version__, layout, views
+from campaignops import __version__, layout
 from campaignops.checks import context, registry, report
 from campaignops.errors import CampaignError, UsageError
 
@@ -70,6 +70,8 @@ def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops import views  # loaded by the commands that render: check starts faster
+
     root = layout.find_root(Path.cwd())
     if root is None:
         print(f"campaign: error: no {layout.POLICY_FILE} here or above", file=err)
@@ -171,6 +173,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import json as json_mod
 
     from campaignops import ledger as ledger_mod
+    from campaignops import views
     from campaignops.files import FileReader
     from campaignops.runner import status
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from campaignops import views
 from campaignops.errors import UsageError
 from campaignops.runner import local, pbs, slurm
 from campaignops.runner.spec import JobSpec, JobState
@@ -71,6 +72,18 @@ MODULES: Mapping[str, Callable[[Path], Backend]] = {
     "pbs": _scheduler(pbs),
     "local": _local,
 }
+
+
+def page_path(name: str) -> str:
+    return f"backends/{name}.md"
+
+
+def page(root: Path, name: str) -> dict[str, Any] | None:
+    """The backend page's front matter, or None when the campaign has no page for it."""
+    rel = page_path(name)
+    if not (root / rel).is_file():
+        return None
+    return views.front_matter((root / rel).read_text(encoding="utf-8"), path=rel)
 
 
 def module_for(page: Mapping[str, Any] | None) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 from campaignops import manifest
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
+from campaignops.runner.gates import job_name
 from campaignops.runner.spec import JobSpec, Resources
 
 STAGES = ("smoke", "single", "production")
@@ -68,10 +69,6 @@ def warning(policy_seconds: int | None, time: str | None) -> int | None:
     if policy_seconds is None or limit is None or policy_seconds >= limit:
         return None
     return policy_seconds
-
-
-def job_name(campaign: str, group: str, stage: str) -> str:
-    return f"{campaign}.{group}.{stage}"
 
 
 def plan(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from campaignops import ledger, views
-from campaignops.runner import backends, scheduler
+from campaignops.runner import backends, fingerprint, scheduler
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -27,13 +27,6 @@ class Refresh:
     queries: int  # scheduler calls made
     changed: tuple[str, ...]  # ledger ids with a new state record
     reconciled: tuple[str, ...]  # ledger ids whose lost result was found
-
-
-def _page(root: Path, name: str) -> dict[str, object] | None:
-    rel = f"backends/{name}.md"
-    if not (root / rel).is_file():
-        return None
-    return views.front_matter((root / rel).read_text(encoding="utf-8"), path=rel)
 
 
 def refresh(
@@ -53,7 +46,7 @@ def refresh(
     changed: list[str] = []
     reconciled: list[str] = []
     for name, jobs in sorted(by_backend.items()):
-        be = backends.for_page(name, _page(root, name), root=root)
+        be = backends.for_page(name, backends.page(root, name), root=root)
         lost = [j for j in jobs if not j.text("job_id")]
         if lost:
             # Find a lost submission by its comment (ledger id) among the scheduler's jobs.
@@ -87,7 +80,7 @@ def refresh(
             ):
                 continue
             signature = (
-                f"{state.state}:{state.exit_code}"
+                fingerprint.failure_signature(state.state, state.exit_code, None, None)
                 if state.state in FINISHED and state.state != "COMPLETED"
                 else None
             )

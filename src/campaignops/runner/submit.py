@@ -100,12 +100,8 @@ def submit(
         or (policy.smoke_backend if stage == "smoke" else None)
         or (policy.backends[0] if policy.backends else "local")
     )
-    page_rel = f"backends/{name}.md"
-    page = (
-        views.front_matter((root / page_rel).read_text(encoding="utf-8"), path=page_rel)
-        if (root / page_rel).is_file()
-        else None
-    )
+    page_rel = backends.page_path(name)
+    page = backends.page(root, name)
     be = backends.for_page(name, page, root=root)
     jobs = plan.plan(
         doc=doc, manifest_path=manifest, stage=stage, policy=policy, workdir=str(root), only=targets
