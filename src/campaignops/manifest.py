@@ -9,10 +9,12 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from campaignops.queuefile import Cell
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # ${UPPER_CASE} names that are not grid keys are left to the shell (environment variables).
@@ -32,6 +34,8 @@ class Target:
     cell: Mapping[str, Any]
     id_at: Where  # YAML path of the node that produced the id
     output_at: Where | None
+    # Queue cells: the args are the fields of a queue line, passed in order, not as --key value.
+    positional: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,8 +132,9 @@ def default_id(prefix: object, keys: Sequence[str]) -> str:
     return head + "".join(f"_{k}${{{k}}}" for k in keys)
 
 
-def targets(doc: Mapping[str, Any]) -> Iterator[Target]:
-    """Every target of the manifest, in document order (grids in row-major order)."""
+def targets(doc: Mapping[str, Any], cells: Sequence[Cell] = ()) -> Iterator[Target]:
+    """Every target of the manifest, in document order (grids in row-major order), then the
+    cells of its ``queue`` (read by the caller: this module never opens a file)."""
     for block in blocks(doc):
         jobs_at: Where = (*block.at, "jobs") if block.phase else ("jobs",)
         for j, job in enumerate(block.jobs):
@@ -162,6 +167,30 @@ def targets(doc: Mapping[str, Any]) -> Iterator[Target]:
                 id_at=(*tpl_at, "id") if "id" in block.template else tpl_at,
                 output_at=(*tpl_at, out_key) if out_key else None,
             )
+    yield from queue_targets(cells)
+
+
+QUEUE_FIELDS = ("cfg", "task", "epochs")
+
+
+def queue_targets(cells: Iterable[Cell]) -> Iterator[Target]:
+    """The targets of a manifest's ``queue``: one per cell, named like the cell (its isolation
+    key), with the line's fields as positional args, ``epochs`` only where the line gives it."""
+    for cell in cells:
+        args: dict[str, Any] = {"cfg": cell.cfg, "task": cell.task}
+        if cell.epochs is not None:
+            args["epochs"] = cell.epochs
+        yield Target(
+            id=cell.name,
+            phase=None,
+            args=MappingProxyType(args),
+            cmd=None,
+            output=None,
+            cell=MappingProxyType({}),
+            id_at=("queue",),
+            output_at=None,
+            positional=True,
+        )
 
 
 def cycle(graph: Mapping[str, Sequence[str]]) -> list[str] | None:

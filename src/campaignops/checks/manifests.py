@@ -60,6 +60,11 @@ CODES = code_table(
         hint="give every phase a unique name: depends_on refers to phases by name",
     ),
     Code(
+        id="MAN011",
+        message="queue manifest: {problem}",
+        hint="{fix}",
+    ),
+    Code(
         id="MAN009",
         message="grid expands to {count:,} targets, more than the {limit:,} this check expands",
         hint="split the grid into several manifests or phases",
@@ -74,7 +79,15 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             yield CODES["MAN008"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
             continue
         text = ctx.reader.read_text(rel) or ""
-        yield from check_document(rel, data, Locator(text), authorized=authorized)
+        loc = Locator(text)
+        findings = list(check_document(rel, data, loc, authorized=authorized))
+        yield from findings
+        queue = data.get("queue") if isinstance(data, Mapping) else None
+        if not findings and isinstance(queue, str) and not (ctx.root / queue).is_file():
+            line, col = loc.at(("queue",))
+            yield CODES["MAN011"].at(
+                rel, line, col, problem=f"queue file {queue!r} not found", fix=QUEUE_MISSING
+            )
 
 
 def check_document(
@@ -96,6 +109,7 @@ def check_document(
             yield CODES["MAN009"].at(rel, line, col, count=size, limit=manifest.MAX_TARGETS)
         yield from _placeholders(rel, block, loc)
     yield from _phases(rel, doc, loc)
+    yield from _queue(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
@@ -136,6 +150,40 @@ def _phases(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]
     if cyc:
         line, col = loc.at((*first[cyc[0]].at, "depends_on"))
         yield CODES["MAN005"].at(rel, line, col, cycle=" -> ".join(cyc))
+
+
+QUEUE_MISSING = "write the path relative to the campaign root, e.g. queues/example.txt"
+QUEUE_ALONE = "keep the queue's manifest to the queue; put jobs, grids and phases in another manifest"
+QUEUE_WRAPPER = "set default_cmd to the wrapper that runs one cell: bash scripts/run_one.v1.sh"
+QUEUE_SMOKE = "a queue line passes <cfg> <task> [epochs]; shorten a smoke with smoke.args: {epochs: N}"
+
+
+def _queue(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+    """A manifest whose targets are a queue file's cells: what the cells need to run."""
+    queue = doc.get("queue")
+    if not isinstance(queue, str):
+        return
+    parts = queue.split("/")
+    if queue.startswith("/") or ".." in parts:
+        line, col = loc.at(("queue",))
+        problem = f"queue path {queue!r} must stay inside the campaign (relative, no '..')"
+        yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_MISSING)
+    for key in ("jobs", "grid", "template", "phases"):
+        if key in doc:
+            line, col = loc.at((key,), key=True)
+            problem = f"{key!r} next to 'queue': the queue's cells are this manifest's targets"
+            yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_ALONE)
+    if not isinstance(doc.get("default_cmd"), str) or not doc["default_cmd"].strip():
+        line, col = loc.at(("queue",), key=True)
+        problem = "no default_cmd to run each cell with"
+        yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_WRAPPER)
+    smoke = doc.get("smoke")
+    args = smoke.get("args") if isinstance(smoke, Mapping) else None
+    for key in args or ():
+        if key not in manifest.QUEUE_FIELDS[2:]:
+            line, col = loc.at(("smoke", "args", key), key=True)
+            problem = f"smoke.args sets {key!r}, which is not a field of a queue line"
+            yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
 
 
 def _backends(

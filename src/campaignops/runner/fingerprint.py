@@ -8,7 +8,8 @@ smoke-first gate can match one against the other. It is the sha256 of a canonica
 - the manifest-level settings, minus what is not configuration: ``description`` (prose),
   ``stage`` (what the manifest is meant for, not what it computes), ``backend`` (a smoke may run
   on the policy's smoke_backend), ``max_parallel`` (how many run at once), ``smoke`` (the smoke's
-  own length and walltime) and the target sources (``jobs``, ``grid``, ``template``, ``phases``);
+  own length and walltime) and the target sources (``jobs``, ``grid``, ``template``, ``phases``,
+  ``queue``: a queue cell is hashed as a target, its fields as args);
 - the names of the run-length keys (the keys of ``smoke.args``): adding a key there widens the
   mask, so it must invalidate earlier smokes;
 - the target's phase settings, and the target itself: id, phase, expanded args, cmd, output and
@@ -35,6 +36,7 @@ from typing import Any
 
 from campaignops import manifest
 from campaignops.errors import UsageError
+from campaignops.queuefile import Cell
 
 PREFIX = "sha256:"
 MASK = "<run-length>"
@@ -52,6 +54,7 @@ NOT_CONFIG = frozenset(
         "grid",
         "template",
         "phases",
+        "queue",
     }
 )
 # Keys of a job or template hashed from the expanded Target instead (or not config: backend).
@@ -148,8 +151,9 @@ def _phase_config(doc: Mapping[str, Any], name: str | None) -> dict[str, Any] | 
     return None
 
 
-def fingerprints(doc: Mapping[str, Any]) -> dict[str, str]:
-    """Every target's fingerprint, by target id, in one expansion of the manifest.
+def fingerprints(doc: Mapping[str, Any], cells: Sequence[Cell] = ()) -> dict[str, str]:
+    """Every target's fingerprint, by target id, in one expansion of the manifest (``cells``:
+    those of its ``queue``, when it has one).
 
     ``doc`` is a schema-valid manifest (``campaign check`` passes): expansion assumes it.
     """
@@ -157,7 +161,7 @@ def fingerprints(doc: Mapping[str, Any]) -> dict[str, str]:
     keys = base["run_length_keys"]
     pattern = _cmd_pattern(keys)
     out: dict[str, str] = {}
-    for target in manifest.targets(doc):
+    for target in manifest.targets(doc, cells):
         source = _source(doc, target)
         own = {k: v for k, v in source.items() if k not in _FROM_TARGET}
         if "resources" in own:

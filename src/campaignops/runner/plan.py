@@ -4,6 +4,11 @@ All selected targets of a phase fan out as ONE array job (one task per target); 
 with afterok in manifest order. A smoke is the same config with the run-length args replaced by
 the manifest's `smoke.args` and its resources by `smoke.resources`. A target's command is its
 `cmd` (or the manifest's `default_cmd`) followed by each arg as `--key value`, shell-quoted.
+
+A manifest with a `queue` has the queue's cells as targets: the command is `default_cmd` (the
+wrapper that runs one cell, `bash scripts/run_one.v1.sh`) followed by the line's fields in order
+(`<cfg> <task> [epochs]`); a smoke may only shorten `epochs`, and writes under `runs/smoke/`
+(`CAMPAIGN_OUT`), so a later production never finds the smoke's cell "already completed".
 """
 
 from __future__ import annotations
@@ -17,10 +22,14 @@ from typing import Any
 from campaignops import manifest
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
+from campaignops.queuefile import Cell
 from campaignops.runner.gates import job_name
 from campaignops.runner.spec import JobSpec, Resources
 
 STAGES = ("smoke", "single", "production")
+# Where a queue cell's smoke writes: run_one skips a cell whose cell.json says completed, so a
+# smoke sharing production's directory would turn the production run into a no-op.
+SMOKE_OUT = "runs/smoke"
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,26 @@ def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, 
             message=f"target {target.id!r} has no cmd and the manifest no default_cmd",
             hint="give the job or template a cmd, or the manifest a default_cmd",
         )
+    if target.positional:
+        extra = [k for k in args if k not in manifest.QUEUE_FIELDS]
+        if extra:
+            raise UsageError(
+                message=f"queue cell {target.id!r}: smoke.args may only set epochs, not "
+                + ", ".join(map(repr, extra)),
+                hint="a queue line passes <cfg> <task> [epochs] to the wrapper; shorten the "
+                "run with smoke.args: {epochs: N}",
+            )
+        fields = " ".join(shlex.quote(str(args[k])) for k in manifest.QUEUE_FIELDS if k in args)
+        return " ".join(base.split()) + f" {fields}"
     flags = " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in args.items())
     return " ".join(base.split()) + (f" {flags}" if flags else "")
+
+
+def task(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any], stage: str) -> str:
+    """The shell line of one array task: the target's command, and for a queue cell's smoke the
+    output root that keeps it apart from production."""
+    line = command(target, doc, args)
+    return f"CAMPAIGN_OUT={SMOKE_OUT} {line}" if target.positional and stage == "smoke" else line
 
 
 def limit_seconds(time: str | None) -> int | None:
@@ -79,13 +106,14 @@ def plan(
     policy: Policy,
     workdir: str,
     only: Sequence[str] = (),
+    cells: Sequence[Cell] = (),
 ) -> list[PlannedJob]:
     if stage not in STAGES:
         raise UsageError(message=f"unknown stage {stage!r}", hint="use smoke, single or production")
     smoke = doc.get("smoke") or {}
     smoke_args = (smoke.get("args") or {}) if stage == "smoke" else {}
     smoke_res = smoke.get("resources") if stage == "smoke" else None
-    targets = list(manifest.targets(doc))
+    targets = list(manifest.targets(doc, cells))
     known = {t.id for t in targets}
     missing = [t for t in only if t not in known]
     if missing:
@@ -107,7 +135,7 @@ def plan(
         groups.setdefault(t.phase or stem, []).append(t)
     jobs: list[PlannedJob] = []
     for group, members in groups.items():
-        tasks = tuple(command(t, doc, {**t.args, **smoke_args}) for t in members)
+        tasks = tuple(task(t, doc, {**t.args, **smoke_args}, stage) for t in members)
         name = job_name(
             policy.name or "campaign", members[0].id if len(members) == 1 else group, stage
         )

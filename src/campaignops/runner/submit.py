@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger, lockfile, views, yamldoc
+from campaignops import layout, ledger, lockfile, queuefile, views, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.checks import manifests as man_checks
 from campaignops.errors import CampaignError, InputError, UsageError
@@ -66,6 +66,41 @@ def wrappers_in(tasks: Sequence[str], root: Path) -> tuple[str, ...]:
     return tuple(sorted(p for p in found if (root / p).is_file()))
 
 
+def queue_cells(root: Path, rel: str) -> tuple[queuefile.Cell, ...]:
+    """The cells of a manifest's queue file; a line the wrapper would misread, or two cells with
+    one name (one output directory), refuse the whole submission."""
+    path = root / rel
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(
+            path=rel, message="queue file not found", hint="fix the manifest's queue path"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path=rel, message=f"cannot read: {exc}", hint="check the path") from None
+    parsed = queuefile.parse(text)
+    if parsed.problems:
+        first = parsed.problems[0]
+        raise UsageError(
+            message=f"{rel}:{first.line}:{first.col}: {first.message}",
+            hint=f"fix the queue file first: campaign check --select QUEUE {rel}",
+        )
+    seen: dict[str, int] = {}
+    for cell in parsed.cells:
+        if cell.name in seen:
+            raise UsageError(
+                message=f"{rel}:{cell.line}:1: cell {cell.name!r} again (line {seen[cell.name]}):"
+                " both would write the same output directory",
+                hint="give each config a distinct file name, or comment one line out",
+            )
+        seen[cell.name] = cell.line
+    if not parsed.cells:
+        raise UsageError(
+            message=f"{rel}: no cells to run", hint="add lines '<cfg_path> <task> [epochs]'"
+        )
+    return parsed.cells
+
+
 def submit(
     *,
     root: Path,
@@ -103,18 +138,27 @@ def submit(
     page_rel = backends.page_path(name)
     page = backends.page(root, name)
     be = backends.for_page(name, page, root=root)
+    cells = queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ()
     jobs = plan.plan(
-        doc=doc, manifest_path=manifest, stage=stage, policy=policy, workdir=str(root), only=targets
+        doc=doc,
+        manifest_path=manifest,
+        stage=stage,
+        policy=policy,
+        workdir=str(root),
+        only=targets,
+        cells=cells,
     )
     if after:
         chained = dataclasses.replace(jobs[0].spec, after=(after,))
         jobs = [dataclasses.replace(jobs[0], spec=chained), *jobs[1:]]
-    fps = fingerprint.fingerprints(doc)
+    fps = fingerprint.fingerprints(doc, cells)
     tasks = [t for j in jobs for t in j.spec.tasks]
     wrappers = wrappers_in(tasks, root)
     queue_files = tuple(
         r for r in layout.walk(root) if layout.QUEUE in layout.kinds_of(r, policy.globs)
     )
+    if isinstance(doc.get("queue"), str) and doc["queue"] not in queue_files:
+        queue_files = (*queue_files, doc["queue"])
     paths = (manifest, layout.POLICY_FILE, page_rel, *wrappers, *queue_files)
     repo = gitfacts.repo_facts(root, paths)
     history = ledger.read(root)
