@@ -217,3 +217,55 @@ def test_grid_without_template_id_gets_distinct_default_ids(campaign: Path, run)
     assert ids[:2] == ["train_teachers_N384", "train_teachers_N512"]
     assert ids[2] == "distill_students_N384_seed42"
     assert len(ids) == len(set(ids)) == 8
+
+
+QUEUED = """\
+project: q
+queue: queues/{queue}
+default_cmd: bash scripts/run_one.v1.sh
+smoke:
+  args: {{epochs: 1}}
+"""
+
+
+def test_a_queue_manifest_is_valid_and_needs_no_jobs(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (campaign / "queues/q.txt").write_text("configs/a.yaml train 3\n")
+    rel = write(campaign, "q.yaml", QUEUED.format(queue="q.txt"))
+    result = man(run, rel)
+    assert (result.code, result.ids()) == (0, []), result.out
+
+
+def test_queue_manifest_problems_are_reported_where_they_are(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "project: q\nqueue: ../elsewhere/q.txt\n"
+        "smoke:\n  args: {epochs: 1, steps: 10}\n"
+        "jobs:\n  - id: a\n"
+    )
+    rel = write(campaign, "q.yaml", text)
+    found = man(run, rel).json()["findings"]
+    got = [(f["line"], f["col"], f["id"], f["message"]) for f in found]
+    prefix = "queue manifest: "
+    assert got == [
+        (2, 1, "MAN011", prefix + "no default_cmd to run each cell with"),
+        (
+            2,
+            8,
+            "MAN011",
+            prefix + "queue path '../elsewhere/q.txt' must stay inside the campaign"
+            " (relative, no '..')",
+        ),
+        (4, 21, "MAN011", prefix + "smoke.args sets 'steps', which is not a field of a queue line"),
+        (
+            5,
+            1,
+            "MAN011",
+            prefix + "'jobs' next to 'queue': the queue's cells are this manifest's targets",
+        ),
+    ]
+
+
+def test_a_missing_queue_file_is_reported_at_the_queue_key(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "q.yaml", QUEUED.format(queue="absent.txt"))
+    result = man(run, rel)
+    assert result.where() == [(rel, 2, "MAN011")]
+    assert "'queues/absent.txt' not found" in str(result.json()["findings"][0]["message"])

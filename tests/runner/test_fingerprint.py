@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaignops import schema, yamldoc
+from campaignops import queuefile, schema, yamldoc
 from campaignops.errors import UsageError
 from campaignops.runner.fingerprint import (
     MASK,
@@ -293,3 +293,31 @@ def test_normalise_line_masks_uuids_dates_and_spacing() -> None:
     line = "[2026-11-21 10:00:01]  error  run 123e4567-e89b-12d3-a456-426614174000 on node042"
     assert normalise_line(line) == "[<n>-<n>-<n> <n>:<n>:<n>] error run <hex> on node<n>"
     assert MASK not in normalise_line(line)
+
+
+QUEUE_MANIFEST: dict[str, Any] = {
+    "project": "q",
+    "queue": "queues/q.txt",
+    "default_cmd": "bash scripts/run_one.v1.sh",
+    "smoke": {"args": {"epochs": 1}},
+}
+
+
+def test_a_queue_cell_is_fingerprinted_by_its_fields_not_its_epochs_or_neighbours() -> None:
+    first = queuefile.parse("configs/a.yaml train 5\nconfigs/b.yaml train\n").cells
+    fps = fingerprints(QUEUE_MANIFEST, first)
+    assert sorted(fps) == ["a", "b"] and fps["a"] != fps["b"]
+    # Another epochs count is another run length of the same config: same fingerprint.
+    longer = queuefile.parse("configs/a.yaml train 50\nconfigs/b.yaml train\n").cells
+    assert fingerprints(QUEUE_MANIFEST, longer)["a"] == fps["a"]
+    # Appending a cell (the allowed edit of a queue in flight) leaves earlier cells alone.
+    appended = queuefile.parse("configs/a.yaml train 5\nconfigs/b.yaml train\nconfigs/c.yaml x\n")
+    assert {
+        k: v for k, v in fingerprints(QUEUE_MANIFEST, appended.cells).items() if k != "c"
+    } == fps
+    # Another task is another config.
+    other = queuefile.parse("configs/a.yaml detect 5\n").cells
+    assert fingerprints(QUEUE_MANIFEST, other)["a"] != fps["a"]
+    # The wrapper is part of the config: a new wrapper version needs a new smoke.
+    v2 = {**QUEUE_MANIFEST, "default_cmd": "bash scripts/run_one.v2.sh"}
+    assert fingerprints(v2, first)["a"] != fps["a"]

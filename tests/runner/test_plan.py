@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from campaignops import yamldoc
+from campaignops import queuefile, yamldoc
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
 from campaignops.runner import plan
@@ -152,3 +152,79 @@ def test_refusals(kwargs, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UsageError) as info:
         plan.plan(**args)
     assert message in info.value.message
+
+
+QUEUE_DOC = """\
+project: q
+queue: queues/q.txt
+default_cmd: bash scripts/run_one.v1.sh
+max_parallel: 3
+smoke:
+  args: {epochs: 1}
+"""
+QUEUE_TEXT = """\
+# comment lines are not cells
+configs/a.yaml train 5
+configs/dir/b.yaml seg$(id)
+#configs/old.yaml train 9
+configs/c.yaml detect 40
+"""
+
+
+def queue_plan(stage: str, **kwargs):  # type: ignore[no-untyped-def]
+    return plan.plan(
+        doc=doc(QUEUE_DOC),
+        manifest_path="manifests/q.yaml",
+        stage=stage,
+        policy=POLICY,
+        workdir="/c",
+        cells=queuefile.parse(QUEUE_TEXT).cells,
+        **kwargs,
+    )
+
+
+def test_a_queue_fans_out_as_one_array_with_the_line_fields_in_order() -> None:
+    (job,) = queue_plan("production")
+    assert job.targets == ("a", "b", "c")
+    assert job.spec.tasks == (
+        "bash scripts/run_one.v1.sh configs/a.yaml train 5",
+        "bash scripts/run_one.v1.sh configs/dir/b.yaml 'seg$(id)'",
+        "bash scripts/run_one.v1.sh configs/c.yaml detect 40",
+    )
+    assert (job.spec.name, job.spec.max_parallel, job.spec.is_array) == (
+        "demo-campaign.q.production",
+        3,
+        True,
+    )
+
+
+def test_a_queue_smoke_sets_epochs_and_writes_apart_from_production() -> None:
+    (job,) = queue_plan("smoke")
+    assert job.spec.tasks == (
+        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/a.yaml train 1",
+        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/dir/b.yaml 'seg$(id)' 1",
+        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/c.yaml detect 1",
+    )
+
+
+def test_one_queue_cell_alone() -> None:
+    (job,) = queue_plan("single", only=["c"])
+    assert (job.spec.name, job.spec.tasks, job.spec.is_array) == (
+        "demo-campaign.c.single",
+        ("bash scripts/run_one.v1.sh configs/c.yaml detect 40",),
+        False,
+    )
+
+
+def test_a_queue_smoke_arg_that_is_not_a_line_field_is_refused() -> None:
+    text = QUEUE_DOC.replace("{epochs: 1}", "{epochs: 1, steps: 5}")
+    with pytest.raises(UsageError) as info:
+        plan.plan(
+            doc=doc(text),
+            manifest_path="manifests/q.yaml",
+            stage="smoke",
+            policy=POLICY,
+            workdir="/c",
+            cells=queuefile.parse(QUEUE_TEXT).cells,
+        )
+    assert "smoke.args may only set epochs, not 'steps'" in info.value.message

@@ -121,3 +121,40 @@ def test_a_lost_result_is_found_again_by_name_and_comment(camp: Path, run) -> No
 
     found = status.refresh(root=camp)
     assert found.reconciled and ledger.read(camp).jobs[-1].record.get("job_id")
+
+
+def test_a_queue_file_runs_as_one_array_smoke_then_production(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    argv = ("submit", "manifests/example-queue.yaml")
+    assert run(*argv, "--stage", "production").code == 1
+    smoke = run(*argv, "--stage", "smoke")
+    assert smoke.code == 0, smoke.err
+    assert "demo.example-queue.smoke on local: 2 task(s)" in smoke.out
+    job = settle(run, camp, want="COMPLETED")
+    assert job.targets == ("baseline", "wide") and job.record["array"] == "0-1%2"
+    cells = {p.parent.name: json.loads(p.read_text()) for p in camp.glob("runs/smoke/*/cell.json")}
+    assert {k: (v["status"], v["epochs"]) for k, v in cells.items()} == {
+        "baseline": ("completed", 1),
+        "wide": ("completed", 1),
+    }
+    git(camp, "commit", "-qam", "smoke done")
+    production = run(*argv, "--stage", "production")
+    assert production.code == 0, production.err
+    settle(run, camp, want="COMPLETED")
+    # Production ran every cell again, at the queue's own epochs, in its own directories.
+    cells = {p.parent.name: json.loads(p.read_text()) for p in camp.glob("runs/*/cell.json")}
+    assert {k: (v["status"], v["epochs"]) for k, v in cells.items()} == {
+        "baseline": ("completed", 5),
+        "wide": ("completed", None),
+    }
+    assert [r["kind"] for r in records(camp) if r["kind"] != "state"] == ["intent", "result"] * 2
+
+
+def test_a_malformed_queue_line_refuses_the_submission_where_it_is(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    queue = camp / "queues/example.txt"
+    queue.write_text(queue.read_text() + "configs/example/wide.yaml\tsegmentation\n")
+    git(camp, "commit", "-qam", "a TAB in the queue")
+    refused = run("submit", "manifests/example-queue.yaml", "--stage", "smoke")
+    assert refused.code == 2
+    assert "queues/example.txt:8:26: a TAB in the line" in refused.err
+    assert "campaign check --select QUEUE" in refused.err
+    assert records(camp) == []
