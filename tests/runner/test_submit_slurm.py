@@ -138,3 +138,51 @@ def test_dirty_tree_untracked_manifest_and_a_pending_sibling(camp: Path, run) ->
         job_id = ledger.read(camp).jobs[-1].record.get("job_id")
         if job_id:
             subprocess.run(["scancel", str(job_id)], check=False)
+
+
+def test_a_queue_file_is_one_array_job_on_slurm(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    smoke = run("submit", "manifests/example-queue.yaml", "--stage", "smoke")
+    assert smoke.code == 0, smoke.err
+    assert "sl.example-queue.smoke on generic-slurm: 2 task(s)" in smoke.out
+    job = settle(run, camp, want={"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"})
+    assert (job.state, job.record.get("exit_code")) == ("COMPLETED", 0), job.record
+    job_id = str(job.record["job_id"])
+    # One sbatch call, one job id: the cells are the tasks of one array, as sacct records them.
+    tasks = subprocess.run(
+        ["sacct", "-j", job_id, "-X", "-n", "-P", "-o", "JobID,JobName,State"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(tasks) == [
+        f"{job_id}_0|sl.example-queue.smoke|COMPLETED",
+        f"{job_id}_1|sl.example-queue.smoke|COMPLETED",
+    ]
+    statuses = sorted(p.parent.name for p in camp.glob("runs/smoke/*/cell.json"))
+    assert statuses == ["baseline", "wide"]
+
+
+def test_a_scheduler_that_stays_down_is_exit_2_and_nothing_is_recorded(
+    camp: Path, run, slurm_cluster, monkeypatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    import re
+    import socket
+
+    # The same cluster's configuration with the controller moved to a port nobody listens on:
+    # the real squeue and sbatch, failing the way they do when slurmctld is down.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    conf = slurm_cluster.conf.read_text()
+    dead = tmp_path / "dead-slurm.conf"
+    dead.write_text(re.sub(r"(?m)^SlurmctldPort=\d+", f"SlurmctldPort={dead_port}", conf))
+    monkeypatch.setenv("SLURM_CONF", str(dead))
+    status_before = (camp / "STATUS.md").read_text()
+    down = run("submit", "manifests/example.yaml", "--backend", "generic-slurm", "--stage", "smoke")
+    assert down.code == 2
+    assert "failed 4 times" in down.err and "nothing was submitted" in down.err
+    assert "Traceback" not in down.err
+    assert ledger.read(camp).jobs == ()
+    assert (camp / "STATUS.md").read_text() == status_before
