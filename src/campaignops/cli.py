@@ -178,13 +178,24 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.runner import status
 
     root = _campaign_root()
-    if args.refresh:
-        done = status.refresh(root=root)
+
+    def report(done: status.Refresh, left: int | None = None) -> None:
         print(
             f"refreshed: {done.queries} scheduler call(s), {len(done.changed)} change(s)"
-            + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else ""),
+            + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else "")
+            + ("" if left is None else f", {left} job(s) unfinished"),
             file=err,
+            flush=True,
         )
+
+    if args.watch:
+        try:
+            status.watch(root=root, report=report, interval=args.interval)
+        except KeyboardInterrupt:
+            print("stopped watching; the jobs go on (campaign status --refresh)", file=err)
+            return 130
+    elif args.refresh:
+        report(status.refresh(root=root))
     if args.format == "json":
         jobs = [dict(j.record) for j in ledger_mod.read(root).jobs]
         print(json_mod.dumps({"jobs": jobs}, indent=2), file=out)
@@ -376,12 +387,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="show the campaign's jobs; --refresh asks each backend once",
         description="Show the jobs recorded in the ledger. With --refresh, one batched query per "
         "backend updates every unfinished job (state changes go to the ledger) and STATUS.md is "
-        "re-rendered. Never a polling loop: run it again when you want news.",
+        "re-rendered. --watch repeats that at most once a minute until every job has finished; "
+        "there is no faster loop.",
     )
     sts.add_argument(
         "--refresh",
         action="store_true",
         help="query the backends (one batched call set each) before showing",
+    )
+    sts.add_argument(
+        "--watch",
+        action="store_true",
+        help="refresh, wait, refresh again … until every job has finished (Ctrl-C stops "
+        "watching, not the jobs)",
+    )
+    sts.add_argument(
+        "--interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between --watch rounds; 60 or more (default 60)",
     )
     sts.add_argument(
         "--format",

@@ -158,3 +158,30 @@ def test_a_malformed_queue_line_refuses_the_submission_where_it_is(camp: Path, r
     assert "queues/example.txt:8:26: a TAB in the line" in refused.err
     assert "campaign check --select QUEUE" in refused.err
     assert records(camp) == []
+
+
+def test_watch_refreshes_a_minute_apart_until_every_job_has_finished(  # type: ignore[no-untyped-def]
+    camp: Path, run, monkeypatch
+) -> None:
+    from campaignops.runner import status
+
+    (camp / "manifests/nap.yaml").write_text(SLEEPY.replace("{seconds: 1}", "{seconds: 2}"))
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "nap")
+    assert run("submit", "manifests/nap.yaml", "--stage", "smoke").code == 0
+    asked: list[float] = []
+
+    def sleep(seconds: float) -> None:  # records the pause asked for; waits a little for real
+        asked.append(seconds)
+        time.sleep(0.5)
+
+    monkeypatch.setattr(status, "_sleep", sleep)
+    watched = run("status", "--watch")
+    assert watched.code == 0, watched.err
+    assert asked and set(asked) == {60.0}  # at least one wait, each of the minimum minute
+    rounds = watched.err.splitlines()
+    assert len(rounds) == len(asked) + 1 and rounds[-1].endswith(", 0 job(s) unfinished")
+    assert all("1 scheduler call(s)" in r or "0 scheduler call(s)" in r for r in rounds)
+    assert ledger.read(camp).jobs[-1].state == "COMPLETED" and "COMPLETED" in watched.out
+    too_fast = run("status", "--watch", "--interval", "5")
+    assert too_fast.code == 2 and "--interval 5 is outside 60-86400 s" in too_fast.err

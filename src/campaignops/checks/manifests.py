@@ -153,9 +153,13 @@ def _phases(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]
 
 
 QUEUE_MISSING = "write the path relative to the campaign root, e.g. queues/example.txt"
-QUEUE_ALONE = "keep the queue's manifest to the queue; put jobs, grids and phases in another manifest"
+QUEUE_ALONE = (
+    "keep the queue's manifest to the queue; put jobs, grids and phases in another manifest"
+)
 QUEUE_WRAPPER = "set default_cmd to the wrapper that runs one cell: bash scripts/run_one.v1.sh"
-QUEUE_SMOKE = "a queue line passes <cfg> <task> [epochs]; shorten a smoke with smoke.args: {epochs: N}"
+QUEUE_SMOKE = (
+    "a queue line passes <cfg> <task> [epochs]; shorten a smoke with smoke.args: {epochs: N}"
+)
 
 
 def _queue(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:

@@ -72,7 +72,9 @@ def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, 
     return " ".join(base.split()) + (f" {flags}" if flags else "")
 
 
-def task(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any], stage: str) -> str:
+def task(
+    target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any], stage: str
+) -> str:
     """The shell line of one array task: the target's command, and for a queue cell's smoke the
     output root that keeps it apart from production."""
     line = command(target, doc, args)

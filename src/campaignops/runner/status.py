@@ -5,21 +5,33 @@ its unfinished jobs, whatever their number. State changes are appended to the le
 records; STATUS.md's views are re-rendered. An intent without a result (a crash between the two
 writes) is looked up by its job name among the scheduler's jobs (the comment carries its
 ledger id) and its result recorded.
+
+`watch` repeats `refresh` until every job has finished, at least ``WATCH_MIN_S`` apart: a job
+rarely changes state faster than that, and a tighter loop is the squeue/sacct hammering that
+cluster admins ban (the seeds' "never a polling loop").
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from campaignops import ledger, views
+from campaignops.errors import UsageError
 from campaignops.runner import backends, fingerprint, scheduler
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
 Call = Callable[[Sequence[str]], scheduler.Call]
+WATCH_MIN_S = 60.0
+WATCH_MAX_S = 86400.0
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
 
 
 @dataclass(frozen=True)
@@ -94,3 +106,35 @@ def refresh(
         lw.append(root, records)
     views.render_all(root=root, write=True)
     return Refresh(queries=queries, changed=tuple(changed), reconciled=tuple(reconciled))
+
+
+def unfinished(root: Path) -> int:
+    """How many recorded jobs may still change state (submitted, not finished, not failed)."""
+    return sum(1 for j in ledger.read(root).jobs if not j.text("error") and j.state not in FINISHED)
+
+
+def watch(
+    *,
+    root: Path,
+    report: Callable[[Refresh, int], None],
+    interval: float = WATCH_MIN_S,
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+    call: Call = scheduler.call,
+    sleep: Callable[[float], None] | None = None,
+) -> Refresh:
+    """Refresh, report (the refresh and the jobs still unfinished), wait ``interval``; until no
+    job is unfinished. Returns the last refresh."""
+    if not WATCH_MIN_S <= interval <= WATCH_MAX_S:
+        raise UsageError(
+            message=f"--interval {interval:g} is outside {WATCH_MIN_S:g}-{WATCH_MAX_S:g} s",
+            hint=f"watch at most once a minute (--interval {WATCH_MIN_S:g} or more): each round "
+            "queries the scheduler",
+        )
+    pause = sleep or _sleep
+    while True:
+        done = refresh(root=root, now=now, call=call)
+        left = unfinished(root)
+        report(done, left)
+        if not left:
+            return done
+        pause(interval)
