@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from campaignops.runner import local
+from campaignops.runner import local, localexec
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 
 WAIT_S = 30.0
@@ -162,9 +162,10 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
         "  break\n"
         "done\n"
+        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
         'exit "$campaign_status"\n'
     )
     assert local.time_seconds("1-02:30") == 95400  # hours first, as the manifest schema says
@@ -200,9 +201,10 @@ def test_render_single_job_has_no_array_dependency_or_limit() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
         "  break\n"
         "done\n"
+        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
         'exit "$campaign_status"\n'
     )
 
@@ -389,6 +391,24 @@ def test_a_dead_executor_reads_as_node_fail_and_cancel_still_cleans_up(
     subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
     assert query(root, job_id)[job_id].state == "CANCELLED"
     assert wait_until("the orphaned task to die", lambda: group_gone(state["tasks"][0]["pgid"]))
+
+
+def test_an_executor_dead_before_its_first_write_reads_as_node_fail(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An executor that dies at start-up, before it writes any state: /bin/false in its place.
+    script = tmp_path / "job.sh"
+    script.write_text(local.render(spec(tmp_path, "true")))
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    job_id = localexec.submit(root, script)
+    monkeypatch.undo()
+    pid = int((root / job_id / local.STARTED_BY).read_text())
+    wait_until("the executor to exit", lambda: not local.alive(pid))
+    assert not (root / job_id / "state.json").exists()
+    assert query(root, job_id)[job_id].state == "NODE_FAIL"
+    # A cancel writes the end itself: nobody else will.
+    subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
+    assert query(root, job_id)[job_id].state == "CANCELLED"
 
 
 def test_a_zombie_executor_is_not_alive(tmp_path: Path) -> None:

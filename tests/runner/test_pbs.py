@@ -67,9 +67,10 @@ ONE_TASK = (
     "while :; do\n"
     "  campaign_woken=0\n"
     '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-    '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
+    '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
     "  break\n"
     "done\n"
+    '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
     'exit "$campaign_status"\n'
 )
 
@@ -125,9 +126,10 @@ def test_render_single_job_in_full() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
         "  break\n"
         "done\n"
+        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
         'exit "$campaign_status"\n'
     )
 
@@ -174,9 +176,10 @@ def test_render_array_with_concurrency_cap_in_full() -> None:
         "while :; do\n"
         "  campaign_woken=0\n"
         '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi\n'
+        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
         "  break\n"
         "done\n"
+        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
         'exit "$campaign_status"\n'
     )
 

@@ -49,9 +49,10 @@ campaign_pid=$!
 while :; do
   campaign_woken=0
   wait "$campaign_pid" && campaign_status=0 || campaign_status=$?
-  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then continue; fi
+  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi
   break
 done
+[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut
 """
 EXIT = 'exit "$campaign_status"\n'
 

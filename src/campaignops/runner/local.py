@@ -47,6 +47,7 @@ from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobSt
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
 EXECUTOR = "campaignops.runner.localexec"
+STARTED_BY = "executor.pid"  # written by submit once the executor is started
 PREFIX = "#LOCAL "
 KILL_WAIT_S = 30
 WARNING_SIGNAL = "USR1"
@@ -333,7 +334,9 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     path = root / base / "state.json"
     cancelled = (root / base / "cancel").exists()
     state = read_json(path) or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
-    unfinished = state["state"] not in FINISHED and "executor_pid" in state
+    if "executor_pid" not in state:
+        state = {**state, "executor_pid": started_by(root / base / STARTED_BY)}
+    unfinished = state["state"] not in FINISHED and state["executor_pid"] is not None
     if unfinished and not alive(state["executor_pid"]):
         state = read_json(path) or state  # it may have written its end just before exiting
         if state["state"] not in FINISHED:
@@ -351,6 +354,15 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     if index not in tasks:
         return {"job_id": job_id, "state": "UNKNOWN"}
     return head | {k: tasks[index].get(k) for k in keys}
+
+
+def started_by(path: Path) -> int | None:
+    """The pid ``submit`` recorded for the executor it started, if it got that far."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def list_jobs(root: Path) -> list[str]:

@@ -8,6 +8,7 @@ Files under the state root (``.campaign/local/``), one directory per job:
 - ``<id>/state.json``: written only by the executor (atomically: tmp, fsync, rename), or by
   ``cancel`` once the executor is gone: job and per-task state, exit codes, process groups, times;
 - ``<id>/cancel``: a cancel request, seen by an executor that missed or predates the signal;
+- ``<id>/executor.pid``: the executor's pid, written by ``submit`` once it has started it;
 - ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
 
 ``submit`` starts ``run`` in a new session (``setsid``), so the executor is the leader of its
@@ -41,6 +42,7 @@ from campaignops.errors import CampaignError
 from campaignops.runner.local import (
     EXECUTOR,
     JOB_ID,
+    STARTED_BY,
     Directives,
     LocalBackendError,
     alive,
@@ -49,6 +51,7 @@ from campaignops.runner.local import (
     lost,
     parse_directives,
     read_json,
+    started_by,
     view,
 )
 from campaignops.runner.spec import FINISHED, TASK_INDEX
@@ -112,7 +115,7 @@ def submit(root: Path, script: Path) -> str:
     _write(job_dir / "job.json", job)
     with (job_dir / "executor.log").open("ab") as log:
         # A new session: no terminal to hang up, a group of its own, and nothing tying it to us.
-        subprocess.Popen(
+        executor = subprocess.Popen(
             [sys.executable, "-m", EXECUTOR, "run", "--state", str(root), job_id],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -120,6 +123,9 @@ def submit(root: Path, script: Path) -> str:
             start_new_session=True,
             close_fds=True,
         )
+    # Its pid (= its group) before it writes anything: an executor that dies before its first
+    # state write is then seen as gone, instead of a job PENDING for ever.
+    write_atomic(job_dir / STARTED_BY, f"{executor.pid}\n".encode("ascii"))
     return job_id
 
 
@@ -339,12 +345,15 @@ def cancel(root: Path, job_id: str) -> None:
         raise LocalBackendError(message=f"no local job {job_id} under {root}")
     (job_dir / "cancel").touch()
     state = read_json(job_dir / "state.json")
-    if state is None or state["state"] in FINISHED:
-        return  # finished, or an executor still starting: it reads the request itself
-    if alive(state.get("executor_pid")):
-        _killpg(state["executor_pid"], signal.SIGTERM)
+    if state is not None and state["state"] in FINISHED:
         return
-    # No executor left to do it: end the tasks it recorded and write the end ourselves.
+    pid = state.get("executor_pid") if state else started_by(job_dir / STARTED_BY)
+    if pid is None or alive(pid):
+        if state is not None:
+            _killpg(pid, signal.SIGTERM)
+        return  # or an executor still starting: it reads the request itself
+    # No executor left to do it (one that died before its first write has no tasks either).
+    state = state or {"state": "PENDING", "tasks": []}
     for task in state["tasks"]:
         if task["state"] not in FINISHED:
             _killpg(task.get("pgid"), signal.SIGKILL)
