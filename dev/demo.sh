@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: install campaignops, create a campaign with
-# `campaign new` (template → git init → first commit), check it, submit the example's smoke to the
-# local backend through the gates, wait, refresh `campaign status`, show where STATUS.md and the
-# ledger are; then plant two classic defects and watch `campaign check` catch them.
+# `campaign new` (template → git init → first commit), check it, submit the example's smokes to
+# the local backend through the gates (the grid manifest, then the queue file, each one array
+# job), wait, refresh `campaign status`, show where STATUS.md and the ledger are; then plant two
+# classic defects and watch `campaign check` catch them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python3 -m venv "$here/.venv"
@@ -35,14 +36,20 @@ echo "== campaign submit manifests/example.yaml --stage smoke  (one array job on
 campaign submit manifests/example.yaml --stage smoke
 
 echo
-echo "== waiting for it: one batched status query every 2 s (a demo loop; use mail in real life)"
+echo "== campaign submit manifests/example-queue.yaml --stage smoke  (the queue file: one array task per line)"
+campaign submit manifests/example-queue.yaml --stage smoke
+
+echo
+echo "== waiting for them: one batched status query every 2 s (a demo loop; in real life use mail,"
+echo "   or 'campaign status --watch', which asks at most once a minute)"
 for _ in $(seq 1 30); do
   campaign status --refresh >/dev/null 2>&1
-  grep -q 'COMPLETED\|FAILED\|TIMEOUT\|CANCELLED' STATUS.md && break
+  grep -q 'PENDING\|RUNNING' STATUS.md || break
   sleep 2
 done
 campaign status
-echo "outputs: $(find runs -name metrics.json | sort | tr '\n' ' ')"
+echo "grid outputs:  $(find runs/example -name metrics.json | sort | tr '\n' ' ')"
+echo "queue outputs: $(find runs/smoke -name cell.json | sort | tr '\n' ' ')"
 
 echo
 echo "== plant a CRLF wrapper script and a duplicate target id"
