@@ -70,6 +70,6 @@ echo
 echo "Look at: $demo"
 echo "  STATUS.md                 the stage and job tables (a view of the ledger)"
 echo "  .campaign/ledger.jsonl    every submission: intent, result, state changes"
-echo "  runs/ and logs/           the smoke's outputs and logs"
+echo "  runs/ and logs/           the smokes' outputs and logs"
 echo "  AGENTS.md, HPC_PLAYBOOK.md, campaign.yaml, backends/, failures.yaml, manifests/"
 echo "  'campaign --help' lists every command"

@@ -165,7 +165,10 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"submitted {s.name} as job {s.job_id} (ledger {s.ledger_id})", file=out)
     if result.commit:
         print(f"committed ledger, lock and STATUS.md: {result.commit[:10]}", file=out)
-    print("next: campaign status   (STATUS.md and .campaign/ledger.jsonl record it)", file=out)
+    print(
+        "next: campaign status --refresh   (STATUS.md and .campaign/ledger.jsonl record it)",
+        file=out,
+    )
     return 0
 
 
