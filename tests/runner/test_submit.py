@@ -147,6 +147,8 @@ def test_a_queue_file_runs_as_one_array_smoke_then_production(camp: Path, run) -
         "wide": ("completed", None),
     }
     assert [r["kind"] for r in records(camp) if r["kind"] != "state"] == ["intent", "result"] * 2
+    # The wrapper the cells ran through was locked at its first use.
+    assert "scripts/run_one.v1.sh" in (camp / ".campaign/wrappers.lock").read_text()
 
 
 def test_a_malformed_queue_line_refuses_the_submission_where_it_is(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
@@ -185,3 +187,14 @@ def test_watch_refreshes_a_minute_apart_until_every_job_has_finished(  # type: i
     assert ledger.read(camp).jobs[-1].state == "COMPLETED" and "COMPLETED" in watched.out
     too_fast = run("status", "--watch", "--interval", "5")
     assert too_fast.code == 2 and "--interval 5 is outside 60-86400 s" in too_fast.err
+
+
+def test_an_unlisted_backend_is_the_authorized_gate_even_in_a_dry_run(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    for extra in ((), ("--dry-run",)):
+        refused = run(
+            "submit", "manifests/example.yaml", "--backend", "polaris", "--stage", "smoke", *extra
+        )
+        assert refused.code == 1
+        assert "authorized: backend 'polaris' is not in campaign.yaml's backends" in refused.err
+        assert "add polaris to backends in campaign.yaml" in refused.err
+    assert records(camp) == []

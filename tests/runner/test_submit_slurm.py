@@ -186,3 +186,22 @@ def test_a_scheduler_that_stays_down_is_exit_2_and_nothing_is_recorded(
     assert "Traceback" not in down.err
     assert ledger.read(camp).jobs == ()
     assert (camp / "STATUS.md").read_text() == status_before
+
+
+def test_authorized_refuses_an_unlisted_backend_and_a_partition_not_on_the_page(  # type: ignore[no-untyped-def]
+    camp: Path, run
+) -> None:
+    elsewhere = run("submit", "manifests/example.yaml", "--backend", "polaris", "--stage", "smoke")
+    assert elsewhere.code == 1 and "authorized" in elsewhere.err and "polaris" in elsewhere.err
+    (camp / "manifests/big.yaml").write_text(
+        "backend: generic-slurm\n"
+        'resources: {partition: gpu-huge, time: "00:05:00", mem: 100M}\n'
+        "jobs: [{id: big, cmd: 'true'}]\n"
+    )
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a partition the page does not list")
+    git(camp, "push", "-q")
+    refused = run("submit", "manifests/big.yaml", "--stage", "smoke")
+    assert refused.code == 1 and "authorized" in refused.err and "gpu-huge" in refused.err
+    assert "backends/generic-slurm.md" in refused.err  # where to look, or to add it
+    assert ledger.read(camp).jobs == ()

@@ -137,6 +137,9 @@ def submit(
     )
     page_rel = backends.page_path(name)
     page = backends.page(root, name)
+    # An unlisted backend or a missing page is the authorized gate's refusal, even under
+    # --dry-run: with no backend there is no script to show.
+    gates.require((gates.authorized(name, policy=policy, page=page),))
     be = backends.for_page(name, page, root=root)
     cells = queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ()
     jobs = plan.plan(
