@@ -6,6 +6,10 @@
    (target: one submission call, >= 50x faster).
 2. Status: a campaign ledger tracking the 1,000 jobs of the loop; `status.refresh` with every
    scheduler call counted (target: 1 accounting query + <= 1 queue query) and timed.
+3. The whole path for a queue file: a campaign from `campaign new` with a 1,000-line queue file
+   and its manifest, committed, then `campaign submit`'s library call (the five gates, 1,000
+   fingerprints, the ledger, the wrapper lock, STATUS.md) with every scheduler call counted
+   (target: one sibling query and one sbatch call), timed against the loop of part 1.
 Never fails on timing.
 
     python bench/slurm.py [--cells N]
@@ -47,6 +51,59 @@ class Counter:
     def __call__(self, argv: Sequence[str]) -> scheduler.Call:
         self.calls.append(argv[0] if argv[0] != "env" else argv[2])
         return scheduler.call(argv)
+
+
+QUEUE_MANIFEST = """\
+project: bench
+queue: queues/bench.txt
+default_cmd: bash scripts/run_one.v1.sh
+backend: generic-slurm
+max_parallel: 8
+resources: {time: "00:05:00", mem: 10M}
+smoke: {args: {epochs: 1}}
+"""
+
+
+def git(root: Path, *args: str) -> None:
+    identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+    subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
+
+
+def submit_a_queue(work: Path, n: int) -> tuple[float, list[str], str]:
+    """A fresh campaign whose queue file has ``n`` cells, submitted through the gates."""
+    from campaignops.runner import submit
+
+    camp = work / "queue-campaign"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "campaignops",
+            "new",
+            str(camp),
+            "--defaults",
+            "--data",
+            "backends=generic-slurm,local",
+            "--data",
+            "smoke_backend=generic-slurm",
+            "--data",
+            "require_pushed=no",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    lines = "".join(f"configs/bench/c{i}.yaml train {1 + i % 50}\n" for i in range(n))
+    (camp / "queues/bench.txt").write_text(lines)
+    (camp / "manifests/bench-queue.yaml").write_text(QUEUE_MANIFEST)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a queue of cells")
+    count = Counter()
+    t0 = time.perf_counter()
+    outcome = submit.submit(
+        root=camp, manifest="manifests/bench-queue.yaml", stage="smoke", call=count
+    )
+    elapsed = time.perf_counter() - t0
+    return elapsed, count.calls, outcome.submitted[0].job_id
 
 
 def main() -> int:
@@ -146,6 +203,13 @@ def main() -> int:
             "(target: 1 accounting + <= 1 queue query)"
         )
         subprocess.run(["scancel", *loop_ids], check=False, capture_output=True)
+        queue_s, calls, job_id = submit_a_queue(work, n)
+        subprocess.run(["scancel", job_id], check=False)
+        print(
+            f"campaign submit of a {n}-line queue file: {len(calls)} scheduler calls "
+            f"({', '.join(calls)}), {queue_s:.3f} s; loop of sbatch / submit: "
+            f"{loop_s / queue_s:.0f}x  (target: one sbatch call)"
+        )
     finally:
         cluster.stop()
     return 0
