@@ -1,0 +1,184 @@
+"""`campaign submit` and `campaign status`: the runner's commands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from campaignops import layout
+from campaignops.errors import UsageError
+
+
+def _campaign_root() -> Path:
+    root = layout.find_root(Path.cwd())
+    if root is None:
+        raise UsageError(
+            message=f"no {layout.POLICY_FILE} here or above",
+            hint="run inside a campaign repository (campaign new creates one)",
+        )
+    return root
+
+
+def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops.runner import submit
+
+    root = _campaign_root()
+    manifest = layout.root_relative(
+        args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
+    )
+    result = submit.submit(
+        root=root,
+        manifest=manifest,
+        stage=args.stage,
+        targets=args.targets,
+        backend=args.backend,
+        after=args.after,
+        dry_run=args.dry_run,
+        override=args.override,
+        commit=args.commit,
+    )
+    for planned in result.planned:
+        spec = planned.job.spec
+        print(f"== {spec.name} on {result.backend}: {len(spec.tasks)} task(s)", file=out)
+        for v in planned.verdicts:
+            mark = "pass" if v.passed else "REFUSE"
+            print(f"  gate {v.gate:<12} {mark:<6} {v.reason}", file=out)
+            if not v.passed:
+                print(f"    hint: {v.hint}", file=out)
+        if args.dry_run:
+            print(f"-- the script that would be submitted:\n{planned.script}", file=out)
+    if args.dry_run:
+        print("dry run: nothing submitted", file=out)
+        return 0
+    for s in result.submitted:
+        print(f"submitted {s.name} as job {s.job_id} (ledger {s.ledger_id})", file=out)
+    if result.commit:
+        print(f"committed ledger, lock and STATUS.md: {result.commit[:10]}", file=out)
+    print(
+        "next: campaign status --refresh   (STATUS.md and .campaign/ledger.jsonl record it)",
+        file=out,
+    )
+    return 0
+
+
+def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import json as json_mod
+
+    from campaignops import ledger as ledger_mod
+    from campaignops import views
+    from campaignops.files import FileReader
+    from campaignops.runner import status
+
+    root = _campaign_root()
+
+    def report(done: status.Refresh, left: int | None = None) -> None:
+        print(
+            f"refreshed: {done.queries} scheduler call(s), {len(done.changed)} change(s)"
+            + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else "")
+            + ("" if left is None else f", {left} job(s) unfinished"),
+            file=err,
+            flush=True,
+        )
+
+    if args.watch:
+        try:
+            status.watch(root=root, report=report, interval=args.interval)
+        except KeyboardInterrupt:
+            print("stopped watching; the jobs go on (campaign status --refresh)", file=err)
+            return 130
+    elif args.refresh:
+        report(status.refresh(root=root))
+    if args.format == "json":
+        jobs = [dict(j.record) for j in ledger_mod.read(root).jobs]
+        print(json_mod.dumps({"jobs": jobs}, indent=2), file=out)
+        return 0
+    sources = views.Sources(FileReader(root))
+    if args.format == "markdown":
+        print(sources.render("stages") + "\n\n" + sources.render("jobs"), file=out)
+        return 0
+    for line in sources.render("jobs").splitlines():
+        if not line.startswith("| ---"):
+            print(line.strip("|").replace(" | ", "  "), file=out)
+    print(f"STATUS.md: {root / 'STATUS.md'}\nledger: {root / layout.LEDGER_FILE}", file=out)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sbm = sub.add_parser(
+        "submit",
+        help="submit a manifest's targets from committed files, through the five gates",
+        description="Submit a manifest's targets to a backend: only from committed files, "
+        "smoke before single/production, no duplicate of a queued or running job, and not a "
+        "fourth try of the same crash. Gates in order: committed, authorized, smoke_first, "
+        "no_sibling, breaker. Every submission is recorded in .campaign/ledger.jsonl.",
+        epilog="exit codes: 0 submitted (or dry run), 1 a gate refused or the scheduler "
+        "rejected the job, 2 usage error or the scheduler is unreachable.",
+    )
+    sbm.add_argument("manifest", metavar="MANIFEST", help="a manifest under manifests/")
+    sbm.add_argument(
+        "--stage",
+        required=True,
+        choices=("smoke", "single", "production"),
+        help="smoke (run length cut), single (one target), production (fan-out)",
+    )
+    sbm.add_argument(
+        "--targets", nargs="+", default=[], metavar="ID", help="only these targets (default: all)"
+    )
+    sbm.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="an authorized backend (default: the manifest's, else smoke_backend "
+        "for smoke, else the first authorized)",
+    )
+    sbm.add_argument("--after", metavar="JOBID", help="start only after JOBID completes (afterok)")
+    sbm.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every gate's verdict and the exact script; submit nothing",
+    )
+    sbm.add_argument(
+        "--override",
+        metavar="REASON",
+        help="pass a tripped breaker; the reason is recorded in the ledger",
+    )
+    sbm.add_argument(
+        "--commit",
+        action="store_true",
+        help="commit the ledger, the wrapper lock and STATUS.md afterwards",
+    )
+    sbm.set_defaults(handler=_submit)
+
+    sts = sub.add_parser(
+        "status",
+        help="show the campaign's jobs; --refresh asks each backend once",
+        description="Show the jobs recorded in the ledger. With --refresh, one batched query per "
+        "backend updates every unfinished job (state changes go to the ledger) and STATUS.md is "
+        "re-rendered. --watch repeats that at most once a minute until every job has finished; "
+        "there is no faster loop.",
+    )
+    sts.add_argument(
+        "--refresh",
+        action="store_true",
+        help="query the backends (one batched call set each) before showing",
+    )
+    sts.add_argument(
+        "--watch",
+        action="store_true",
+        help="refresh, wait, refresh again … until every job has finished (Ctrl-C stops "
+        "watching, not the jobs)",
+    )
+    sts.add_argument(
+        "--interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between --watch rounds; 60 or more (default 60)",
+    )
+    sts.add_argument(
+        "--format",
+        choices=("table", "markdown", "json"),
+        default="table",
+        help="table (default), markdown (STATUS.md's tables), json (ledger records)",
+    )
+    sts.set_defaults(handler=_status)

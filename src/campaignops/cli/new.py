@@ -1,0 +1,85 @@
+"""`campaign new`: a campaign repository from the template."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TextIO
+
+from campaignops.errors import UsageError
+
+
+def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops import scaffold
+
+    directory = Path(args.directory).resolve()
+    given = scaffold.parse_data(args.data)
+
+    def ask(question: object, default: str) -> str:
+        from campaignops.answers import Question
+
+        assert isinstance(question, Question)
+        if args.defaults:
+            return default
+        if not scaffold.environment_ok():
+            raise UsageError(
+                message=f"no terminal to ask {question.name!r} on",
+                hint="pass --defaults, and --data NAME=VALUE for the answers you want",
+            )
+        choices = f" [{'/'.join(question.choices)}]" if question.choices else ""
+        reply = input(f"{question.help}{choices} ({default}): ").strip()
+        return reply or default
+
+    answers = scaffold.resolve_answers(directory=directory, given=given, ask=ask)
+    made = scaffold.generate(directory=directory, answers=answers, engine=args.engine)
+    shown = os.path.relpath(made.path, Path.cwd())
+    if shown.startswith(".."):
+        shown = str(made.path)
+    print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
+    print("Next:", file=out)
+    for step in (
+        f"cd {shown}",
+        "pre-commit install          # the checks on every commit",
+        "campaign check              # policy, manifests, stamps, line endings, wrappers, views",
+        "campaign submit manifests/example.yaml --stage smoke --dry-run",
+    ):
+        print(f"  {step}", file=out)
+    return 0
+
+
+def answer_names() -> tuple[str, ...]:
+    from campaignops.answers import NAMES
+
+    return NAMES
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    new = sub.add_parser(
+        "new",
+        help="create a campaign repository from the template (git init + first commit)",
+        description="Render a new campaign repository into DIRECTORY with Copier (default) or "
+        "cookiecutter, from the template inside this package; then git init and commit. "
+        "DIRECTORY's name is the campaign's slug. Without --defaults, asks each question.",
+        epilog="questions: " + ", ".join(answer_names()),
+    )
+    new.add_argument("directory", metavar="DIRECTORY", help="where to create the campaign")
+    new.add_argument(
+        "--engine",
+        choices=("copier", "cookiecutter"),
+        default="copier",
+        help="template engine (default: copier); both give the same files",
+    )
+    new.add_argument(
+        "--defaults",
+        action="store_true",
+        help="do not ask: use defaults for every answer not given with --data",
+    )
+    new.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an answer, e.g. --data backends=alpine,local (repeatable)",
+    )
+    new.set_defaults(handler=_new)
