@@ -198,3 +198,10 @@ def test_an_unlisted_backend_is_the_authorized_gate_even_in_a_dry_run(camp: Path
         assert "authorized: backend 'polaris' is not in campaign.yaml's backends" in refused.err
         assert "add polaris to backends in campaign.yaml" in refused.err
     assert records(camp) == []
+
+
+def test_a_queue_file_given_as_the_manifest_says_how_to_submit_it(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    result = run("submit", "queues/example.txt", "--stage", "smoke")
+    assert result.code == 2
+    assert "queues/example.txt is a queue file; campaign submit takes a manifest" in result.err
+    assert "'queue: queues/example.txt'" in result.err

@@ -117,6 +117,12 @@ def submit(
 ) -> Outcome:
     _, policy_doc = _yaml(root, layout.POLICY_FILE)
     policy = policy_mod.from_data(policy_doc)
+    if layout.QUEUE in layout.kinds_of(manifest, policy.globs):
+        raise UsageError(
+            message=f"{manifest} is a queue file; campaign submit takes a manifest",
+            hint=f"write a manifest with 'queue: {manifest}' and 'default_cmd: bash "
+            "scripts/run_one.v1.sh' (manifests/example-queue.yaml is one), commit, submit that",
+        )
     text, doc = _yaml(root, manifest)
     problems = list(
         man_checks.check_document(
