@@ -16,7 +16,6 @@ CELLS = [
     ("configs/a.yaml rec 20\r", Cell(1, "configs/a.yaml", "rec", 20, "a")),
     ("./configs/x/b.c.yml det 1", Cell(1, "./configs/x/b.c.yml", "det", 1, "b.c")),
     ("configs/noext seg", Cell(1, "configs/noext", "seg", None, "noext")),
-    ("configs/.hidden seg", Cell(1, "configs/.hidden", "seg", None, ".hidden")),
     ("configs/a#b.yaml rec", Cell(1, "configs/a#b.yaml", "rec", None, "a#b")),
     ("a.yaml rec 999999999", Cell(1, "a.yaml", "rec", 999999999, "a")),
 ]
@@ -55,6 +54,9 @@ BAD = [
     (" configs/../../a.yaml rec", 2, "'..' component"),
     ("configs/ rec", 1, "directory"),
     ("configs/. rec", 1, "directory"),
+    ("configs/x/.hidden.yaml rec", 1, "cell name '.hidden'"),
+    ("configs/.yaml rec", 1, "cell name '.yaml'"),
+    ("configs/.hidden seg", 1, "the wrapper refuses it"),
     ("a.yaml rec 0", 12, "not a positive integer"),
     ("a.yaml rec -3", 12, "not a positive integer"),
     ("a.yaml rec +3", 12, "not a positive integer"),
@@ -174,3 +176,22 @@ def test_first_edit_is_total_and_appends_are_allowed(old: str, extra: str) -> No
     assert edit is None or edit.line >= 1
     sep = "" if old == "" or old.endswith("\n") else "\n"
     assert queuefile.first_edit(old, old + sep + extra) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (3, None),
+        ("3", None),
+        (0, "not a positive integer"),
+        (-1, "not a positive integer"),
+        (1.5, "not a positive integer"),
+        (True, "not a positive integer"),
+        ("1 2", "not a positive integer"),
+        ("020", "leading zero"),
+        (10**10, "too large"),
+    ],
+)
+def test_epochs_from_yaml_follow_the_queue_line_rule(value: object, problem: str | None) -> None:
+    found = queuefile.epochs_problem(value)
+    assert (found is None) if problem is None else (found is not None and problem in found)

@@ -100,7 +100,19 @@ def _cfg_problem(cfg: str) -> str | None:
         return f"config path {cfg!r} has a '..' component; configs must be inside the campaign"
     if parts[-1] in ("", "."):
         return f"config path {cfg!r} names a directory, not a config file"
+    if cell_name(cfg).startswith("."):
+        return (
+            f"config {parts[-1]!r} gives the cell name {cell_name(cfg)!r}; a name starting "
+            "with '.' would be a hidden output directory, and the wrapper refuses it"
+        )
     return None
+
+
+def epochs_problem(value: object) -> str | None:
+    """Why ``value`` (from YAML: smoke.args.epochs) is not an epochs field the wrapper takes."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return f"epochs {value!r} is not a positive integer"
+    return _epochs(str(value))[1]
 
 
 def _epochs(raw: str) -> tuple[int | None, str | None]:

@@ -269,3 +269,13 @@ def test_a_missing_queue_file_is_reported_at_the_queue_key(campaign: Path, run) 
     result = man(run, rel)
     assert result.where() == [(rel, 2, "MAN011")]
     assert "'queues/absent.txt' not found" in str(result.json()["findings"][0]["message"])
+
+
+def test_a_queue_smoke_epochs_the_wrapper_would_refuse_is_reported(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (campaign / "queues/q.txt").write_text("configs/a.yaml train 3\n")
+    rel = write(campaign, "q.yaml", QUEUED.format(queue="q.txt").replace("epochs: 1", "epochs: 0"))
+    result = man(run, rel)
+    assert result.where() == [(rel, 5, "MAN011")]
+    assert "smoke.args.epochs: epochs 0 is not a positive integer" in str(
+        result.json()["findings"][0]["message"]
+    )

@@ -321,3 +321,14 @@ def test_a_queue_cell_is_fingerprinted_by_its_fields_not_its_epochs_or_neighbour
     # The wrapper is part of the config: a new wrapper version needs a new smoke.
     v2 = {**QUEUE_MANIFEST, "default_cmd": "bash scripts/run_one.v2.sh"}
     assert fingerprints(v2, first)["a"] != fps["a"]
+
+
+def test_a_queue_cell_config_file_content_is_part_of_its_fingerprint() -> None:
+    cells = queuefile.parse("configs/a.yaml train 5\nconfigs/b.yaml train\n").cells
+    before = fingerprints(
+        QUEUE_MANIFEST, cells, configs={"configs/a.yaml": "sha256:1", "configs/b.yaml": "sha256:2"}
+    )
+    after = fingerprints(
+        QUEUE_MANIFEST, cells, configs={"configs/a.yaml": "sha256:9", "configs/b.yaml": "sha256:2"}
+    )
+    assert before["a"] != after["a"] and before["b"] == after["b"]

@@ -98,13 +98,15 @@ def test_sibling_refused_while_running_and_status_is_one_query(camp: Path, run) 
     refresh = status.refresh(root=camp)
     assert refresh.queries == 1
     job_id = ledger.read(camp).jobs[-1].record["job_id"]
+    import shlex
     import subprocess
+    import sys
 
-    from campaignops.runner import local
-
-    subprocess.run(
-        local.cancel_argv([str(job_id)], state_root=str(camp / ".campaign/local")), check=True
-    )
+    # The refusal's hint says how to cancel a local job; what it says works.
+    hinted = "python3 -m campaignops.runner.localexec cancel --state .campaign/local ID"
+    assert hinted in second.err
+    argv = [sys.executable, *shlex.split(hinted)[1:-1], str(job_id)]
+    subprocess.run(argv, cwd=camp, check=True)
     assert settle(run, camp, want="CANCELLED").state == "CANCELLED"
 
 
@@ -205,3 +207,87 @@ def test_a_queue_file_given_as_the_manifest_says_how_to_submit_it(camp: Path, ru
     assert result.code == 2
     assert "queues/example.txt is a queue file; campaign submit takes a manifest" in result.err
     assert "'queue: queues/example.txt'" in result.err
+
+
+def test_queue_configs_are_part_of_the_committed_gate_and_the_fingerprint(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    argv = ("submit", "manifests/example-queue.yaml")
+    queue = camp / "queues/example.txt"
+    config = camp / "configs/example/deep.yaml"
+    config.write_text((camp / "configs/example/wide.yaml").read_text())
+    queue.write_text(queue.read_text() + "configs/example/deep.yaml detection 3\n")
+    git(camp, "add", "queues/example.txt")
+    git(camp, "commit", "-qm", "a cell whose config is not committed")
+    untracked = run(*argv, "--stage", "smoke")
+    assert untracked.code == 1 and "committed" in untracked.err
+    assert "configs/example/deep.yaml" in untracked.err
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "its config")
+    assert run(*argv, "--stage", "smoke").code == 0
+    settle(run, camp, want="COMPLETED")
+    git(camp, "commit", "-qam", "smoke done")
+    ready = run(*argv, "--stage", "production", "--dry-run")
+    assert ready.code == 0 and "a submit would pass every gate" in ready.out
+    # An edited config is another config: its smoke no longer counts, and the dry run says so.
+    config.write_text(config.read_text() + "# wider still\n")
+    git(camp, "commit", "-qam", "edit a config")
+    stale = run(*argv, "--stage", "production", "--dry-run")
+    assert stale.code == 1 and "refused by smoke_first" in stale.out
+    assert "deep" in stale.out
+
+
+def test_a_queue_cell_that_cannot_run_refuses_the_submission(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    queue = camp / "queues/example.txt"
+    original = queue.read_text()
+    queue.write_text(original + "configs/example/missing.yaml detection\n")
+    git(camp, "commit", "-qam", "a cell without its config")
+    missing = run("submit", "manifests/example-queue.yaml", "--stage", "smoke")
+    assert missing.code == 2
+    assert "queues/example.txt:8:1: config 'configs/example/missing.yaml' does not exist" in (
+        missing.err
+    )
+    # A queue file that is a symlink out of the campaign is not followed.
+    outside = camp.parent / "elsewhere.txt"
+    outside.write_text(original)
+    queue.unlink()
+    queue.symlink_to(outside)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a queue outside")
+    escaped = run("submit", "manifests/example-queue.yaml", "--stage", "smoke")
+    assert escaped.code == 2 and "outside the campaign" in escaped.err
+    assert records(camp) == []
+
+
+def test_commit_records_the_submitted_script_with_the_ledger(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    done = run("submit", "manifests/example-queue.yaml", "--stage", "smoke", "--commit")
+    assert done.code == 0, done.err
+    lid = ledger.read(camp).jobs[-1].ledger_id
+    tracked = git(camp, "ls-files", ".campaign", "STATUS.md").split()
+    assert f".campaign/jobs/{lid}.sh" in tracked
+    assert {".campaign/ledger.jsonl", ".campaign/wrappers.lock", "STATUS.md"} <= set(tracked)
+    settle(run, camp, want="COMPLETED")
+
+
+def test_status_prints_aligned_columns_and_interval_needs_watch(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/example-queue.yaml", "--stage", "smoke").code == 0
+    settle(run, camp, want="COMPLETED")
+    table = run("status").out.splitlines()
+    header, row = table[0], table[1]
+    assert header.split() == [
+        "job",
+        "targets",
+        "stage",
+        "backend",
+        "state",
+        "queue",
+        "wait",
+        "run",
+        "time",
+        "exit",
+        "commit",
+    ]
+    # Every column starts where its header starts.
+    for title in ("stage", "state", "exit", "commit"):
+        assert row[header.index(title) - 2 : header.index(title)] == "  "
+    assert row.startswith("local-1  baseline, wide")
+    lone = run("status", "--interval", "90")
+    assert lone.code == 2 and "--interval applies to --watch only" in lone.err

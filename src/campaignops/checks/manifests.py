@@ -6,7 +6,7 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from campaignops import manifest, schema
+from campaignops import manifest, queuefile, schema
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.yamldoc import Locator
@@ -183,10 +183,14 @@ def _queue(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
         yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_WRAPPER)
     smoke = doc.get("smoke")
     args = smoke.get("args") if isinstance(smoke, Mapping) else None
-    for key in args or ():
+    for key, value in (args or {}).items():
         if key not in manifest.QUEUE_FIELDS[2:]:
             line, col = loc.at(("smoke", "args", key), key=True)
             problem = f"smoke.args sets {key!r}, which is not a field of a queue line"
+            yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
+        elif queuefile.epochs_problem(value) is not None:
+            line, col = loc.at(("smoke", "args", key))
+            problem = f"smoke.args.epochs: {queuefile.epochs_problem(value)}"
             yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from campaignops import gitrefs, layout, queuefile
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.files import FileReader
 
 FAMILY = "QUEUE"
 SUMMARY = "queue files: line format, config paths, unique cells, append-only"
@@ -34,15 +35,15 @@ CODES = code_table(
 )
 
 
-def _config_problem(ctx: CheckContext, cfg: str) -> str | None:
+def config_problem(reader: FileReader, cfg: str) -> str | None:
     """Why ``cfg`` cannot be run, or None. A symlink leaving the campaign counts as missing:
     the wrapper on the compute host sees a checkout of the repository, not this machine."""
-    if not ctx.reader.exists(cfg):
+    if not reader.exists(cfg):
         return "does not exist"
-    if not ctx.reader.inside(cfg):
+    if not reader.inside(cfg):
         return "is a symlink that loops or leads outside the campaign"
-    if not (ctx.reader.root / cfg).is_file():
-        return "is not a file" if (ctx.reader.root / cfg).exists() else "is a dangling symlink"
+    if not (reader.root / cfg).is_file():
+        return "is not a file" if (reader.root / cfg).exists() else "is a dangling symlink"
     return None
 
 
@@ -56,7 +57,7 @@ def _format_and_configs(
         for problem in queue.problems:
             yield CODES["QUEUE001"].at(rel, problem.line, problem.col, problem=problem.message)
         for cell in queue.cells:
-            why = _config_problem(ctx, cell.cfg)
+            why = config_problem(ctx.reader, cell.cfg)
             if why is not None:
                 yield CODES["QUEUE002"].at(rel, cell.line, 1, cfg=cell.cfg, problem=why)
 

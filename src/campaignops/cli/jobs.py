@@ -49,17 +49,40 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.dry_run:
             print(f"-- the script that would be submitted:\n{planned.script}", file=out)
     if args.dry_run:
-        print("dry run: nothing submitted", file=out)
+        refused = sorted({v.gate for p in result.planned for v in p.verdicts if not v.passed})
+        if refused:
+            # Exit 1 like the real submit would: a dry run is then a preflight a script can use.
+            print(
+                f"dry run: nothing submitted; a submit would be refused by {', '.join(refused)}",
+                file=out,
+            )
+            return 1
+        print("dry run: nothing submitted; a submit would pass every gate", file=out)
         return 0
     for s in result.submitted:
         print(f"submitted {s.name} as job {s.job_id} (ledger {s.ledger_id})", file=out)
     if result.commit:
-        print(f"committed ledger, lock and STATUS.md: {result.commit[:10]}", file=out)
+        print(f"committed ledger, lock, STATUS.md and scripts: {result.commit[:10]}", file=out)
     print(
         "next: campaign status --refresh   (STATUS.md and .campaign/ledger.jsonl record it)",
         file=out,
     )
     return 0
+
+
+def aligned(markdown: str) -> list[str]:
+    """A Markdown table as columns padded to their widest cell; other lines as they are."""
+    lines = markdown.splitlines()
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        for line in lines
+        if line.startswith("|") and not line.startswith("| ---")
+    ]
+    if not rows or len({len(r) for r in rows}) != 1:
+        return [line for line in lines if not line.startswith("| ---")]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    table = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return table + [line for line in lines if not line.startswith("|")]
 
 
 def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -81,9 +104,15 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             flush=True,
         )
 
+    if args.interval is not None and not args.watch:
+        raise UsageError(
+            message="--interval applies to --watch only",
+            hint="campaign status --watch --interval SECONDS (60 to 86400)",
+        )
     if args.watch:
         try:
-            status.watch(root=root, report=report, interval=args.interval)
+            interval = status.WATCH_MIN_S if args.interval is None else args.interval
+            status.watch(root=root, report=report, interval=interval)
         except KeyboardInterrupt:
             print("stopped watching; the jobs go on (campaign status --refresh)", file=err)
             return 130
@@ -97,9 +126,8 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.format == "markdown":
         print(sources.render("stages") + "\n\n" + sources.render("jobs"), file=out)
         return 0
-    for line in sources.render("jobs").splitlines():
-        if not line.startswith("| ---"):
-            print(line.strip("|").replace(" | ", "  "), file=out)
+    for line in aligned(sources.render("jobs")):
+        print(line, file=out)
     print(f"STATUS.md: {root / 'STATUS.md'}\nledger: {root / layout.LEDGER_FILE}", file=out)
     return 0
 
@@ -112,8 +140,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "smoke before single/production, no duplicate of a queued or running job, and not a "
         "fourth try of the same crash. Gates in order: committed, authorized, smoke_first, "
         "no_sibling, breaker. Every submission is recorded in .campaign/ledger.jsonl.",
-        epilog="exit codes: 0 submitted (or dry run), 1 a gate refused or the scheduler "
-        "rejected the job, 2 usage error or the scheduler is unreachable.",
+        epilog="exit codes: 0 submitted (or a dry run whose gates all pass), 1 a gate refused "
+        "(also in a dry run) or the scheduler rejected the job, 2 usage error or the scheduler "
+        "is unreachable.",
     )
     sbm.add_argument("manifest", metavar="MANIFEST", help="a manifest under manifests/")
     sbm.add_argument(
@@ -135,7 +164,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sbm.add_argument(
         "--dry-run",
         action="store_true",
-        help="print every gate's verdict and the exact script; submit nothing",
+        help="print every gate's verdict and the script; submit nothing (exit 1 if a gate "
+        "would refuse)",
     )
     sbm.add_argument(
         "--override",
@@ -145,7 +175,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sbm.add_argument(
         "--commit",
         action="store_true",
-        help="commit the ledger, the wrapper lock and STATUS.md afterwards",
+        help="commit the ledger, the wrapper lock, STATUS.md and the submitted scripts "
+        "(.campaign/jobs/) afterwards",
     )
     sbm.set_defaults(handler=_submit)
 
@@ -171,9 +202,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sts.add_argument(
         "--interval",
         type=float,
-        default=60.0,
         metavar="SECONDS",
-        help="seconds between --watch rounds; 60 or more (default 60)",
+        help="seconds between --watch rounds: 60 to 86400 (default 60)",
     )
     sts.add_argument(
         "--format",

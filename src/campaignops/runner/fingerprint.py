@@ -9,7 +9,8 @@ smoke-first gate can match one against the other. It is the sha256 of a canonica
   ``stage`` (what the manifest is meant for, not what it computes), ``backend`` (a smoke may run
   on the policy's smoke_backend), ``max_parallel`` (how many run at once), ``smoke`` (the smoke's
   own length and walltime) and the target sources (``jobs``, ``grid``, ``template``, ``phases``,
-  ``queue``: a queue cell is hashed as a target, its fields as args);
+  ``queue``: a queue cell is hashed as a target, its fields as args, plus its config file's
+  sha256);
 - the names of the run-length keys (the keys of ``smoke.args``): adding a key there widens the
   mask, so it must invalidate earlier smokes;
 - the target's phase settings, and the target itself: id, phase, expanded args, cmd, output and
@@ -151,9 +152,15 @@ def _phase_config(doc: Mapping[str, Any], name: str | None) -> dict[str, Any] | 
     return None
 
 
-def fingerprints(doc: Mapping[str, Any], cells: Sequence[Cell] = ()) -> dict[str, str]:
+def fingerprints(
+    doc: Mapping[str, Any],
+    cells: Sequence[Cell] = (),
+    *,
+    configs: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Every target's fingerprint, by target id, in one expansion of the manifest (``cells``:
-    those of its ``queue``, when it has one).
+    those of its ``queue``, when it has one; ``configs``: their config files' digests by path,
+    so an edited config is a new config).
 
     ``doc`` is a schema-valid manifest (``campaign check`` passes): expansion assumes it.
     """
@@ -173,6 +180,8 @@ def fingerprints(doc: Mapping[str, Any], cells: Sequence[Cell] = ()) -> dict[str
             cmd=_mask_cmd(target.cmd, pattern),
             output=target.output,
         )
+        if target.positional:
+            own["config_digest"] = (configs or {}).get(str(target.args.get("cfg")))
         out[target.id] = digest({**base, "phase": _phase_config(doc, target.phase), "target": own})
     return out
 

@@ -53,6 +53,15 @@ class Request:
     partition: str | None = None
     queue: str | None = None
     override: str | None = None
+    scheduler: str = "slurm"  # the backend module (slurm, pbs, local): how to cancel a sibling
+
+
+# How to cancel a job on each backend, for the no_sibling hint.
+CANCEL = {
+    "slurm": "scancel ID",
+    "pbs": "qdel ID",
+    "local": "python3 -m campaignops.runner.localexec cancel --state .campaign/local ID",
+}
 
 
 class GateRefused(CampaignError):
@@ -284,8 +293,8 @@ def no_sibling(request: Request, *, active: Iterable[JobState], jobs: Iterable[J
     return _refuse(
         gate,
         f"already queued or running: {_listed(clashes)}",
-        "wait for it (campaign status), or read its log and cancel it (scancel/qdel ID), "
-        "then submit again",
+        f"wait for it (campaign status --refresh), or read its log and cancel it "
+        f"({CANCEL.get(request.scheduler, CANCEL['slurm'])}), then submit again",
     )
 
 

@@ -18,7 +18,9 @@ from typing import Any
 from campaignops import layout, ledger, lockfile, queuefile, views, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.checks import manifests as man_checks
+from campaignops.checks import queues as queue_checks
 from campaignops.errors import CampaignError, InputError, UsageError
+from campaignops.files import FileReader
 from campaignops.runner import backends, fingerprint, gates, gitfacts, plan, scheduler
 from campaignops.runner import ledger_writer as lw
 
@@ -66,18 +68,15 @@ def wrappers_in(tasks: Sequence[str], root: Path) -> tuple[str, ...]:
     return tuple(sorted(p for p in found if (root / p).is_file()))
 
 
-def queue_cells(root: Path, rel: str) -> tuple[queuefile.Cell, ...]:
-    """The cells of a manifest's queue file; a line the wrapper would misread, or two cells with
-    one name (one output directory), refuse the whole submission."""
-    path = root / rel
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise InputError(
-            path=rel, message="queue file not found", hint="fix the manifest's queue path"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path=rel, message=f"cannot read: {exc}", hint="check the path") from None
+def queue_cells(root: Path, rel: str) -> tuple[tuple[queuefile.Cell, ...], dict[str, str]]:
+    """The cells of a manifest's queue file, and each config's sha256 (part of its cell's
+    fingerprint). Read as `campaign check` reads it (inside the campaign, size-capped, UTF-8);
+    a line the wrapper would misread, a config it could not open, or two cells with one name
+    (one output directory) refuse the whole submission."""
+    reader = FileReader(root)
+    text = reader.read_text(rel)
+    if text is None:
+        raise reader.problems[rel]
     parsed = queuefile.parse(text)
     if parsed.problems:
         first = parsed.problems[0]
@@ -86,6 +85,7 @@ def queue_cells(root: Path, rel: str) -> tuple[queuefile.Cell, ...]:
             hint=f"fix the queue file first: campaign check --select QUEUE {rel}",
         )
     seen: dict[str, int] = {}
+    digests: dict[str, str] = {}
     for cell in parsed.cells:
         if cell.name in seen:
             raise UsageError(
@@ -94,11 +94,21 @@ def queue_cells(root: Path, rel: str) -> tuple[queuefile.Cell, ...]:
                 hint="give each config a distinct file name, or comment one line out",
             )
         seen[cell.name] = cell.line
+        why = queue_checks.config_problem(reader, cell.cfg)
+        data = reader.read_bytes(cell.cfg) if why is None else None
+        if data is None:
+            raise UsageError(
+                message=f"{rel}:{cell.line}:1: config {cell.cfg!r} "
+                + (why or str(reader.problems[cell.cfg].message)),
+                hint="commit the config inside the campaign, or fix the path (relative to the "
+                "campaign root)",
+            )
+        digests[cell.cfg] = lockfile.digest(data)
     if not parsed.cells:
         raise UsageError(
             message=f"{rel}: no cells to run", hint="add lines '<cfg_path> <task> [epochs]'"
         )
-    return parsed.cells
+    return parsed.cells, digests
 
 
 def submit(
@@ -147,7 +157,9 @@ def submit(
     # --dry-run: with no backend there is no script to show.
     gates.require((gates.authorized(name, policy=policy, page=page),))
     be = backends.for_page(name, page, root=root)
-    cells = queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ()
+    cells, configs = (
+        queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ((), {})
+    )
     jobs = plan.plan(
         doc=doc,
         manifest_path=manifest,
@@ -160,7 +172,7 @@ def submit(
     if after:
         chained = dataclasses.replace(jobs[0].spec, after=(after,))
         jobs = [dataclasses.replace(jobs[0], spec=chained), *jobs[1:]]
-    fps = fingerprint.fingerprints(doc, cells)
+    fps = fingerprint.fingerprints(doc, cells, configs=configs)
     tasks = [t for j in jobs for t in j.spec.tasks]
     wrappers = wrappers_in(tasks, root)
     queue_files = tuple(
@@ -168,7 +180,7 @@ def submit(
     )
     if isinstance(doc.get("queue"), str) and doc["queue"] not in queue_files:
         queue_files = (*queue_files, doc["queue"])
-    paths = (manifest, layout.POLICY_FILE, page_rel, *wrappers, *queue_files)
+    paths = (manifest, layout.POLICY_FILE, page_rel, *wrappers, *queue_files, *configs)
     repo = gitfacts.repo_facts(root, paths)
     history = ledger.read(root)
     names = [j.spec.name for j in jobs]
@@ -186,6 +198,7 @@ def submit(
             partition=job.spec.resources.partition,
             queue=job.spec.resources.queue,
             override=override,
+            scheduler=be.module,
         )
         verdicts = gates.evaluate(
             request,
@@ -273,7 +286,10 @@ def _commit(root: Path, done: Sequence[Submitted]) -> str:
     import git
 
     repo = git.Repo(root, search_parent_directories=True)
-    files = [p for p in (layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md") if (root / p).exists()]
+    # The scripts as submitted are committed too: the job's exact text stays with its id.
+    scripts = [f"{JOBS_DIR}/{s.ledger_id}.sh" for s in done]
+    kept = (layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md", *scripts)
+    files = [p for p in kept if (root / p).exists()]
     repo.index.add([str(root / p) for p in files])
     jobs = ", ".join(f"{s.name} ({s.job_id})" for s in done)
     return str(repo.index.commit(f"Submit {jobs}").hexsha)
