@@ -252,7 +252,7 @@ def smoke_first(
         gate,
         f"no smoke of the current config COMPLETED with exit 0 for {_listed(missing)}{stale}",
         f"campaign submit {shlex.quote(request.manifest)} --targets {_quoted(missing)} "
-        "--stage smoke; when campaign status shows it COMPLETED, submit again",
+        "--stage smoke; when campaign status --refresh shows it COMPLETED, submit again",
     )
 
 
