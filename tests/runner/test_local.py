@@ -21,6 +21,7 @@ import pytest
 
 from campaignops.runner import local, localexec
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
+from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 WAIT_S = 30.0
 
@@ -136,37 +137,10 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         'export CAMPAIGN_TASK_INDEX="${CAMPAIGN_TASK_INDEX:-0}"\n'
         "export GREETING='hi there'\n"
         "export OMP_NUM_THREADS=1\n"
-        "campaign_woken=0\n"
-        "campaign_pid=\n"
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
-        'case "$CAMPAIGN_TASK_INDEX" in\n'
-        "  0)\n"
-        "    ( python train.py --lr 0.1\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  1)\n"
-        "    ( python train.py --lr 0.2  # wide\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  2)\n"
-        "    ( make eval\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  *)\n"
-        '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
-        "    exit 64\n"
-        "    ;;\n"
-        "esac\n"
-        "campaign_pid=$!\n"
-        "while :; do\n"
-        "  campaign_woken=0\n"
-        '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
-        "  break\n"
-        "done\n"
-        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
-        'exit "$campaign_status"\n'
+        + TRAPS
+        + case("python train.py --lr 0.1", "python train.py --lr 0.2  # wide", "make eval")
+        + WAIT
+        + EXIT
     )
     assert local.time_seconds("1-02:30") == 95400  # hours first, as the manifest schema says
 
@@ -183,29 +157,10 @@ def test_render_single_job_has_no_array_dependency_or_limit() -> None:
         "set -euo pipefail\n"
         "cd /w\n"
         'export CAMPAIGN_TASK_INDEX="${CAMPAIGN_TASK_INDEX:-0}"\n'
-        "campaign_woken=0\n"
-        "campaign_pid=\n"
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
-        'case "$CAMPAIGN_TASK_INDEX" in\n'
-        "  0)\n"
-        "    ( true\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  *)\n"
-        '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
-        "    exit 64\n"
-        "    ;;\n"
-        "esac\n"
-        "campaign_pid=$!\n"
-        "while :; do\n"
-        "  campaign_woken=0\n"
-        '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
-        "  break\n"
-        "done\n"
-        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
-        'exit "$campaign_status"\n'
+        + TRAPS
+        + case("true")
+        + WAIT
+        + EXIT
     )
 
 

@@ -27,6 +27,7 @@ import pytest
 
 from campaignops.runner import pbs
 from campaignops.runner.spec import JobSpec, Resources
+from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 RECORDED = Path(__file__).parent / "recorded"
 AURORA_FINISHED = RECORDED / "pbs_qstat_xf_json_aurora_finished.json"
@@ -48,31 +49,7 @@ BODY = (
     "cd /eagle/MDproj/md-screen\n"
     'export CAMPAIGN_TASK_INDEX="${PBS_ARRAY_INDEX:-0}"\n'
 )
-ONE_TASK = (
-    "campaign_woken=0\n"
-    "campaign_pid=\n"
-    'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
-    'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
-    'case "$CAMPAIGN_TASK_INDEX" in\n'
-    "  0)\n"
-    "    ( scripts/run_md.v1.sh --steps 1000\n"
-    "    ) &\n"
-    "    ;;\n"
-    "  *)\n"
-    '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
-    "    exit 64\n"
-    "    ;;\n"
-    "esac\n"
-    "campaign_pid=$!\n"
-    "while :; do\n"
-    "  campaign_woken=0\n"
-    '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-    '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
-    "  break\n"
-    "done\n"
-    '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
-    'exit "$campaign_status"\n'
-)
+ONE_TASK = TRAPS + case("scripts/run_md.v1.sh --steps 1000") + WAIT + EXIT
 
 
 def spec(**changes: object) -> JobSpec:
@@ -108,29 +85,10 @@ def test_render_single_job_in_full() -> None:
         "set -euo pipefail\n"
         "cd /eagle/MDproj/md-screen\n"
         'export CAMPAIGN_TASK_INDEX="${PBS_ARRAY_INDEX:-0}"\n'
-        "campaign_woken=0\n"
-        "campaign_pid=\n"
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
-        'case "$CAMPAIGN_TASK_INDEX" in\n'
-        "  0)\n"
-        "    ( scripts/run_md.v1.sh --steps 1000\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  *)\n"
-        '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
-        "    exit 64\n"
-        "    ;;\n"
-        "esac\n"
-        "campaign_pid=$!\n"
-        "while :; do\n"
-        "  campaign_woken=0\n"
-        '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
-        "  break\n"
-        "done\n"
-        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
-        'exit "$campaign_status"\n'
+        + TRAPS
+        + case("scripts/run_md.v1.sh --steps 1000")
+        + WAIT
+        + EXIT
     )
 
 
@@ -150,37 +108,12 @@ def test_render_array_with_concurrency_cap_in_full() -> None:
         "#PBS -o /eagle/MDproj/md-screen/out/logs/\n"
         "#PBS -j oe\n"
         "#PBS -k doe\n"
-        "#PBS -r y\n" + BODY + "campaign_woken=0\n"
-        "campaign_pid=\n"
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true\' USR1\n'
-        'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM\n'
-        'case "$CAMPAIGN_TASK_INDEX" in\n'
-        "  0)\n"
-        "    ( run.v1.sh --seed 1\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  1)\n"
-        "    ( run.v1.sh --seed 2\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  2)\n"
-        "    ( run.v1.sh --seed 3\n"
-        "    ) &\n"
-        "    ;;\n"
-        "  *)\n"
-        '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
-        "    exit 64\n"
-        "    ;;\n"
-        "esac\n"
-        "campaign_pid=$!\n"
-        "while :; do\n"
-        "  campaign_woken=0\n"
-        '  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?\n'
-        '  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi\n'
-        "  break\n"
-        "done\n"
-        '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut\n'
-        'exit "$campaign_status"\n'
+        "#PBS -r y\n"
+        + BODY
+        + TRAPS
+        + case("run.v1.sh --seed 1", "run.v1.sh --seed 2", "run.v1.sh --seed 3")
+        + WAIT
+        + EXIT
     )
 
 

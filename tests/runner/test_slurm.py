@@ -19,42 +19,14 @@ import pytest
 
 from campaignops.runner import slurm
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
+from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 HEAD = """\
 # Rendered by campaignops from a committed manifest: change that, not this.
 set -euo pipefail
 export CAMPAIGN_TASK_INDEX="${SLURM_ARRAY_TASK_ID:-0}"
 """
-# runner.script's block, shared by every backend: traps, the task in the background, the wait.
-TRAPS = """\
-campaign_woken=0
-campaign_pid=
-trap 'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true' USR1
-trap 'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true' TERM
-"""
-ONE_TASK = """\
-case "$CAMPAIGN_TASK_INDEX" in
-  0)
-    ( bash scripts/run_v1.sh configs/t1.yaml
-    ) &
-    ;;
-  *)
-    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2
-    exit 64
-    ;;
-esac
-"""
-WAIT = """\
-campaign_pid=$!
-while :; do
-  campaign_woken=0
-  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?
-  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi
-  break
-done
-[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut
-"""
-EXIT = 'exit "$campaign_status"\n'
+ONE_TASK = case("bash scripts/run_v1.sh configs/t1.yaml")
 
 
 def spec(**changes: Any) -> JobSpec:

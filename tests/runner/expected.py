@@ -1,0 +1,38 @@
+"""The part every backend's rendered script shares (runner.script), as the tests expect it.
+
+Each backend's tests compare whole scripts: their own directives and head, then these blocks.
+"""
+
+from __future__ import annotations
+
+TRAPS = """\
+campaign_woken=0
+campaign_pid=
+trap 'campaign_woken=1; [ -z "$campaign_pid" ] || kill -USR1 "$campaign_pid" 2>/dev/null || true' USR1
+trap 'campaign_woken=1; [ -z "$campaign_pid" ] || kill -TERM "$campaign_pid" 2>/dev/null || true' TERM
+"""
+WAIT = """\
+campaign_pid=$!
+while :; do
+  campaign_woken=0
+  wait "$campaign_pid" && campaign_status=0 || campaign_status=$?
+  if [ "$campaign_woken" = 1 ] && [ "$campaign_status" -gt 128 ]; then campaign_cut=$campaign_status; continue; fi
+  break
+done
+[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut
+"""
+EXIT = 'exit "$campaign_status"\n'
+
+
+def case(*commands: str) -> str:
+    """The task dispatch for ``commands``: one branch per index, each in the background."""
+    branches = "".join(f"  {i})\n    ( {c}\n    ) &\n    ;;\n" for i, c in enumerate(commands))
+    return (
+        'case "$CAMPAIGN_TASK_INDEX" in\n'
+        + branches
+        + "  *)\n"
+        + '    echo "campaign: this job has no task $CAMPAIGN_TASK_INDEX" >&2\n'
+        + "    exit 64\n"
+        + "    ;;\n"
+        + "esac\n"
+    )
