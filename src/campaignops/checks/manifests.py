@@ -188,9 +188,9 @@ def _queue(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
             line, col = loc.at(("smoke", "args", key), key=True)
             problem = f"smoke.args sets {key!r}, which is not a field of a queue line"
             yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
-        elif queuefile.epochs_problem(value) is not None:
+        elif (wrong := queuefile.epochs_problem(value)) is not None:
             line, col = loc.at(("smoke", "args", key))
-            problem = f"smoke.args.epochs: {queuefile.epochs_problem(value)}"
+            problem = f"smoke.args.epochs: {wrong}"
             yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
 
 
