@@ -144,7 +144,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(also in a dry run) or the scheduler rejected the job, 2 usage error or the scheduler "
         "is unreachable.",
     )
-    sbm.add_argument("manifest", metavar="MANIFEST", help="a manifest under manifests/")
+    sbm.add_argument(
+        "manifest",
+        metavar="MANIFEST",
+        help="a manifest under manifests/: jobs, a grid, phases, or a queue file's cells "
+        "(queue: queues/x.txt)",
+    )
     sbm.add_argument(
         "--stage",
         required=True,
