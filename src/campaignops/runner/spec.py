@@ -71,7 +71,12 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class JobState:
-    """What a scheduler says of one job (for an array: of the whole array, folded)."""
+    """What a scheduler says of one job (for an array: of the whole array, folded), or of one
+    array task (then ``task`` is its index and ``tasks`` is empty).
+
+    ``tasks`` holds each array task's own state by index (a single job: empty, or index 0): the
+    runner judges every target by its own task, never by the array's fold.
+    """
 
     job_id: str
     state: str  # one of STATES
@@ -85,3 +90,6 @@ class JobState:
     max_rss: str | None = None
     req_mem: str | None = None
     timelimit: str | None = None
+    reason: str | None = None  # why it ended so, when the backend or the runner knows it
+    task: int | None = None
+    tasks: Mapping[int, JobState] = field(default_factory=lambda: MappingProxyType({}))
