@@ -118,9 +118,9 @@ def test_phases_become_jobs_chained_in_order() -> None:
         policy=POLICY,
         workdir="/c",
     )
-    assert [(j.group, j.targets, j.after_group) for j in jobs] == [
-        ("teach", ("teach_N1", "teach_N2"), None),
-        ("learn", ("s1",), "teach"),
+    assert [(j.group, j.targets, j.after_groups) for j in jobs] == [
+        ("teach", ("teach_N1", "teach_N2"), ()),
+        ("learn", ("s1",), ("teach",)),
     ]
 
 
@@ -201,10 +201,16 @@ def test_a_queue_fans_out_as_one_array_with_the_line_fields_in_order() -> None:
 def test_a_queue_smoke_sets_epochs_and_writes_apart_from_production() -> None:
     (job,) = queue_plan("smoke")
     assert job.spec.tasks == (
-        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/a.yaml train 1",
-        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/dir/b.yaml 'seg$(id)' 1",
-        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/c.yaml detect 1",
+        "bash scripts/run_one.v1.sh configs/a.yaml train 1",
+        "bash scripts/run_one.v1.sh configs/dir/b.yaml 'seg$(id)' 1",
+        "bash scripts/run_one.v1.sh configs/c.yaml detect 1",
     )
+    assert dict(job.spec.env) == {"CAMPAIGN_STAGE": "smoke", "CAMPAIGN_OUT": "runs/smoke"}
+    (prod,) = queue_plan("production")
+    assert dict(prod.spec.env) == {
+        "CAMPAIGN_STAGE": "production",
+        "CAMPAIGN_OUT": "runs/production",
+    }
 
 
 def test_one_queue_cell_alone() -> None:

@@ -69,8 +69,8 @@ def test_smoke_then_production_with_one_record_chain_per_job(camp: Path, run) ->
     kinds = [r["kind"] for r in records(camp)]
     assert kinds[:2] == ["intent", "result"] and set(kinds[2:]) == {"state"}
     assert "COMPLETED" in (camp / "STATUS.md").read_text()
-    assert all(p.exists() for p in (camp / "runs/example").glob("*/metrics.json"))
-    assert len(list((camp / "runs/example").glob("*/metrics.json"))) == 4
+    assert len(list((camp / "runs/smoke/example").glob("*/metrics.json"))) == 4
+    assert not (camp / "runs/production").exists()
     git(camp, "commit", "-qam", "smoke done")
     prod = run("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
     assert prod.code == 0 and "gate smoke_first  pass" in prod.out
@@ -143,7 +143,7 @@ def test_a_queue_file_runs_as_one_array_smoke_then_production(camp: Path, run) -
     assert production.code == 0, production.err
     settle(run, camp, want="COMPLETED")
     # Production ran every cell again, at the queue's own epochs, in its own directories.
-    cells = {p.parent.name: json.loads(p.read_text()) for p in camp.glob("runs/*/cell.json")}
+    cells = {p.parent.name: json.loads(p.read_text()) for p in camp.glob("runs/production/*/cell.json")}
     assert {k: (v["status"], v["epochs"]) for k, v in cells.items()} == {
         "baseline": ("completed", 5),
         "wide": ("completed", None),

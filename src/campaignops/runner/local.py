@@ -39,6 +39,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from campaignops.errors import CampaignError
@@ -262,11 +263,18 @@ def cancel_argv(job_ids: Iterable[str], *, state_root: str) -> list[str]:
 
 
 def _job_state(record: Mapping[str, Any]) -> JobState:
-    known = {f.name for f in fields(JobState)}
+    known = {f.name for f in fields(JobState)} - {"tasks", "task"}
     values = {k: v for k, v in record.items() if k in known}
     if values.get("state") not in STATES or not isinstance(values.get("job_id"), str):
         raise LocalBackendError(message=f"local status record {dict(record)!r} is not a job")
-    return JobState(**values)
+    tasks = record.get("tasks")
+    own: dict[int, JobState] = {}
+    for entry in tasks if isinstance(tasks, list) else ():
+        index = entry.get("index") if isinstance(entry, Mapping) else None
+        if isinstance(index, int) and entry.get("state") in STATES:
+            fields_ = {k: v for k, v in entry.items() if k in known}
+            own[index] = JobState(**(fields_ | {"job_id": values["job_id"], "task": index}))
+    return JobState(**values, tasks=MappingProxyType(own))
 
 
 def _records(stdout: str) -> list[JobState]:
@@ -346,7 +354,12 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     head |= {"name": job["name"], "comment": job["comment"]}
     keys = ("state", "exit_code", "started", "ended", "elapsed_s", "reason")
     if not index:
-        return head | {k: state.get(k) for k in keys}
+        own = [
+            {"index": t["index"]} | {k: t.get(k) for k in keys}
+            for t in state["tasks"]
+            if isinstance(t, dict) and isinstance(t.get("index"), int)
+        ]
+        return head | {k: state.get(k) for k in keys} | {"tasks": own}
     # Before the executor's first write, a task is as PENDING (or CANCELLED) as its job.
     tasks = {str(t["index"]): t for t in state["tasks"]} or {
         str(i): {"state": state["state"]} for i in range(job["size"])

@@ -375,7 +375,12 @@ def _cmd_status(args: argparse.Namespace) -> None:
 def _cmd_siblings(args: argparse.Namespace) -> None:
     root, names = Path(args.state), set(args.names)
     views = [view(root, j) for j in list_jobs(root)]
-    keep = [v for v in views if v["name"] in names and (args.all or v["state"] not in FINISHED)]
+    # No names: every job (the no_sibling gate matches them to targets itself).
+    keep = [
+        v
+        for v in views
+        if (not names or v["name"] in names) and (args.all or v["state"] not in FINISHED)
+    ]
     print(json.dumps({"jobs": keep}))
 
 
