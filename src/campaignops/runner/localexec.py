@@ -195,7 +195,10 @@ class _Executor:
         states = [view(self.root, p)["state"] for p in self.d.after]
         if all(s == "COMPLETED" for s in states):
             return "ok"
-        return "never" if any(s in FINISHED or s == "UNKNOWN" for s in states) else "wait"
+        # One parent that ended otherwise than COMPLETED (or is unknown) and afterok can never
+        # hold; parents still running are waited for, however many have completed.
+        ended_badly = (s != "COMPLETED" and (s in FINISHED or s == "UNKNOWN") for s in states)
+        return "never" if any(ended_badly) else "wait"
 
     def start(self, task: _Task) -> None:
         task.t0, task.started, task.state = time.monotonic(), _now(), "RUNNING"
