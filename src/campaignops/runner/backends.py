@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from campaignops import views
 from campaignops.errors import UsageError
@@ -19,6 +19,10 @@ from campaignops.runner import local, pbs, slurm
 from campaignops.runner.spec import JobSpec, JobState
 
 LOCAL_STATE = ".campaign/local"
+
+
+class LogPath(Protocol):
+    def __call__(self, job_id: str, *, name: str, index: int | None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,11 @@ class Backend:
     parse_states: Callable[[Sequence[str]], dict[str, JobState]]
     sibling_argv: Callable[[Sequence[str]], list[str]]
     parse_siblings: Callable[[str, Sequence[str]], tuple[JobState, ...]]
+    # campaign cancel: one call for jobs or array tasks (task_id names one), and where each
+    # task's output goes (log_path(job_id, name=, index=): relative to the work directory).
+    cancel_argv: Callable[[Sequence[str]], list[str]]
+    task_id: Callable[[str, int], str]
+    log_path: LogPath
 
 
 def _scheduler(module: ModuleType) -> Callable[[Path], Backend]:
@@ -46,6 +55,9 @@ def _scheduler(module: ModuleType) -> Callable[[Path], Backend]:
             parse_states=module.parse_states,
             sibling_argv=module.sibling_argv,
             parse_siblings=module.parse_siblings,
+            cancel_argv=module.cancel_argv,
+            task_id=module.task_id,
+            log_path=module.log_path,
         )
 
     return make
@@ -64,6 +76,9 @@ def _local(root: Path) -> Backend:
         parse_siblings=lambda out, names: tuple(
             j for j in local.parse_siblings(out) if j.name in set(names)
         ),
+        cancel_argv=lambda ids: local.cancel_argv(ids, state_root=state),
+        task_id=local.task_id,
+        log_path=local.log_path,
     )
 
 
