@@ -176,7 +176,8 @@ def cancel(
     except scheduler.SchedulerRejected as exc:
         raise CancelRefused(
             message=f"{plan.backend} did not cancel {', '.join(plan.cancel_ids)}: {exc.message}",
-            hint="campaign status --refresh shows whether the job has ended meanwhile",
+            hint="campaign status --refresh shows whether it has ended meanwhile; a local job "
+            "is cancelled from the checkout that submitted it",
         ) from None
     record = lw.cancel_record(
         ledger_id=plan.ledger_id,
