@@ -359,6 +359,22 @@ def test_cancel_of_one_task_stops_it_and_lets_the_others_run(root: Path, tmp_pat
     assert out.returncode == 1 and f"local job {job_id} has no task 3 (0-2)" in out.stderr
 
 
+def test_a_task_of_a_dead_executor_is_cancelled_by_cancel_itself(
+    root: Path, tmp_path: Path
+) -> None:
+    job_id = submit(root, spec(tmp_path, "sleep 300", "sleep 300"))
+    wait_until("both tasks to run", lambda: task_of(root, job_id, 1).get("state") == "RUNNING")
+    state = state_of(root, job_id)
+    os.kill(state["executor_pid"], signal.SIGKILL)
+    wait_until("the executor to die", lambda: not local.alive(state["executor_pid"]))
+    subprocess.run(local.cancel_argv([f"{job_id}_1"], state_root=str(root)), check=True)
+    assert [t["state"] for t in state_of(root, job_id)["tasks"]] == ["RUNNING", "CANCELLED"]
+    assert wait_until("task 1's group to die", lambda: group_gone(state["tasks"][1]["pgid"]))
+    assert not group_gone(state["tasks"][0]["pgid"])
+    states = query(root, f"{job_id}_1", job_id)
+    assert (states[f"{job_id}_1"].state, states[job_id].state) == ("CANCELLED", "NODE_FAIL")
+
+
 def test_log_path_is_where_the_executor_writes(root: Path, tmp_path: Path) -> None:
     single = submit(root, spec(tmp_path, "echo one"))
     array = submit(root, spec(tmp_path, "echo a", "echo b"))

@@ -81,7 +81,8 @@ def find(history: ledger.Ledger, job: str) -> ledger.Job:
     if not matches:
         raise UsageError(
             message=f"no job {job!r} in the ledger (.campaign/ledger.jsonl)",
-            hint="campaign status lists the recorded jobs: pass a job id or a ledger id from it",
+            hint="campaign status lists the recorded jobs: pass a job id or a ledger id from it "
+            "(an array task: JOB --targets ID)",
         )
     if len(matches) > 1:
         ids = ", ".join(f"{j.ledger_id} ({j.backend})" for j in matches)
