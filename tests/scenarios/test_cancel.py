@@ -56,6 +56,9 @@ def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no
     monkeypatch.chdir(root)
     (root / "manifests/nap.yaml").write_text(NAP)
     (root / "manifests/pair.yaml").write_text(PAIR)
+    (root / "manifests/one-at-a-time.yaml").write_text(
+        PAIR.replace("max_parallel: 2", "max_parallel: 1")
+    )
     git(root, "add", "-A")
     git(root, "commit", "-qm", "nap and pair")
     yield root
@@ -163,6 +166,25 @@ def test_cancel_of_one_target_stops_its_task_while_the_other_completes(camp: Pat
     assert task_states(camp, job_id, 2) == ["CANCELLED", "COMPLETED"]
     assert (camp / "quick.done").read_text() == "ok\n"
     assert ledger.read(camp).jobs[-1].targets == ("slow", "quick")
+
+
+def test_a_task_not_started_yet_has_no_log_and_never_starts(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/one-at-a-time.yaml", "--stage", "smoke").code == 0
+    job = ledger.read(camp).jobs[-1]
+    job_id = str(job.job_id)
+    log = camp / f"logs/demo.one-at-a-time.smoke-{job_id}_0.out"
+    wait_for("slow's output", lambda: log.is_file() and log.read_text())
+    done = run("cancel", job.ledger_id)
+    assert done.code == 0, done.err
+    assert done.out.splitlines()[:3] == [
+        f"== logs/demo.one-at-a-time.smoke-{job_id}_0.out (target slow, task 0): last 1 line(s)",
+        "   slow started",
+        "== no log yet: quick",
+    ]
+    assert f"cancelled job {job_id} (demo.one-at-a-time.smoke: slow, quick)" in done.out
+    assert wait_for("CANCELLED", lambda: refreshed(run, camp).state == "CANCELLED")
+    assert task_states(camp, job_id, 2) == ["CANCELLED", "CANCELLED"]
+    assert not (camp / f"logs/demo.one-at-a-time.smoke-{job_id}_1.out").exists()
 
 
 def test_an_unknown_job_or_target_is_a_usage_error_naming_campaign_status(  # type: ignore[no-untyped-def]

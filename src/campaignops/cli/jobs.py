@@ -137,21 +137,27 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     root = _campaign_root()
     plan = cancel.prepare(root=root, job=args.job, targets=args.targets)
+
+    def some(items: tuple[str, ...] | list[str]) -> str:
+        return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
+
     # The logs first: what the tasks were doing is worth reading before they are stopped.
     for log in plan.logs:
-        task = "" if log.index is None else f", task {log.index}"
-        if log.tail is None:
-            print(f"== {log.path} (target {log.target}{task}): no log yet", file=out)
-            continue
-        print(f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)", file=out)
-        for line in log.tail:
-            print(f"   {line}", file=out)
+        if log.tail is not None:
+            task = "" if log.index is None else f", task {log.index}"
+            print(
+                f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)", file=out
+            )
+            for line in log.tail:
+                print(f"   {line}", file=out)
+    waiting = [log.target for log in plan.logs if log.tail is None]
+    if waiting:  # one line, not one per task: an array may hold a thousand not started yet
+        print(f"== no log yet: {some(waiting)}", file=out)
     done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
     what = "job" if plan.whole else "task(s)"
     print(
-        f"cancelled {what} {', '.join(plan.cancel_ids)} ({plan.name}: "
-        f"{', '.join(plan.targets)}) on {plan.backend}; recorded in the ledger "
-        f"({plan.ledger_id}, by {done.by})",
+        f"cancelled {what} {some(plan.cancel_ids)} ({plan.name}: {some(plan.targets)}) on "
+        f"{plan.backend}; recorded in the ledger ({plan.ledger_id}, by {done.by})",
         file=out,
     )
     print("next: campaign status --refresh   (shows CANCELLED once it has stopped)", file=out)
