@@ -8,6 +8,7 @@ and every wait is bounded.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -190,7 +191,8 @@ def test_submit_refuses_unknown_directive_and_unknown_parent(root: Path, tmp_pat
     out = subprocess.run(local.submit_argv(str(bad), state_root=str(root)), capture_output=True)
     assert out.returncode == 1 and b"no local job local-404" in out.stderr
     assert local.list_jobs(root) == []
-    assert local.parse_job_id("local-12\n") == "local-12"
+    assert local.parse_job_id("local-12-0a9fe3\n") == "local-12-0a9fe3"
+    assert local.parse_job_id("local-12\n") == "local-12"  # ids from before the random part
     with pytest.raises(local.LocalBackendError):
         local.parse_job_id("Traceback (most recent call last):")
 
@@ -334,6 +336,55 @@ def test_cancel_ends_running_and_pending_tasks(root: Path, tmp_path: Path) -> No
     assert group_gone(pgid)
 
 
+def test_cancel_of_one_task_stops_it_and_lets_the_others_run(root: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    wait_gate = f"while [ ! -e {gate} ]; do sleep 0.05; done"
+    # Task 0 runs; task 2 waits for the cap and is cancelled before it ever starts.
+    job_id = submit(root, spec(tmp_path, "sleep 300", wait_gate, "touch ran", max_parallel=2))
+    wait_until("tasks 0 and 1 to run", lambda: task_of(root, job_id, 1).get("state") == "RUNNING")
+    pgid = task_of(root, job_id, 0)["pgid"]
+    argv = local.cancel_argv([local.task_id(job_id, 0), f"{job_id}_2"], state_root=str(root))
+    subprocess.run(argv, check=True)
+    wait_until("task 0 to end", lambda: task_of(root, job_id, 0).get("state") == "CANCELLED")
+    assert group_gone(pgid) and task_of(root, job_id, 1)["state"] == "RUNNING"
+    gate.touch()
+    result = final(root, job_id)
+    states = [t["state"] for t in state_of(root, job_id)["tasks"]]
+    assert states == ["CANCELLED", "COMPLETED", "CANCELLED"]
+    assert (result.state, state_of(root, job_id)["reason"]) == ("CANCELLED", None)
+    assert task_of(root, job_id, 2)["pgid"] is None and not (tmp_path / "ran").exists()
+    out = subprocess.run(
+        local.cancel_argv([f"{job_id}_3"], state_root=str(root)), capture_output=True, text=True
+    )
+    assert out.returncode == 1 and f"local job {job_id} has no task 3 (0-2)" in out.stderr
+
+
+def test_a_task_of_a_dead_executor_is_cancelled_by_cancel_itself(
+    root: Path, tmp_path: Path
+) -> None:
+    job_id = submit(root, spec(tmp_path, "sleep 300", "sleep 300"))
+    wait_until("both tasks to run", lambda: task_of(root, job_id, 1).get("state") == "RUNNING")
+    state = state_of(root, job_id)
+    os.kill(state["executor_pid"], signal.SIGKILL)
+    wait_until("the executor to die", lambda: not local.alive(state["executor_pid"]))
+    subprocess.run(local.cancel_argv([f"{job_id}_1"], state_root=str(root)), check=True)
+    assert [t["state"] for t in state_of(root, job_id)["tasks"]] == ["RUNNING", "CANCELLED"]
+    assert wait_until("task 1's group to die", lambda: group_gone(state["tasks"][1]["pgid"]))
+    assert not group_gone(state["tasks"][0]["pgid"])
+    states = query(root, f"{job_id}_1", job_id)
+    assert (states[f"{job_id}_1"].state, states[job_id].state) == ("CANCELLED", "NODE_FAIL")
+
+
+def test_log_path_is_where_the_executor_writes(root: Path, tmp_path: Path) -> None:
+    single = submit(root, spec(tmp_path, "echo one"))
+    array = submit(root, spec(tmp_path, "echo a", "echo b"))
+    final(root, single), final(root, array)
+    path = local.log_path(single, name="demo.t1.smoke", index=None)
+    assert (tmp_path / path).read_text() == "one\n"
+    path = local.log_path(array, name="demo.t1.smoke", index=1)
+    assert (path, (tmp_path / path).read_text()) == (f"logs/demo.t1.smoke-{array}_1.out", "b\n")
+
+
 def test_a_dead_executor_reads_as_node_fail_and_cancel_still_cleans_up(
     root: Path, tmp_path: Path
 ) -> None:
@@ -386,7 +437,8 @@ def test_concurrent_submits_get_distinct_ids(root: Path, tmp_path: Path) -> None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         ids = list(pool.map(one, range(8)))
-    assert sorted(ids, key=lambda j: int(j[6:])) == [f"local-{n}" for n in range(1, 9)]
+    assert sorted(local.job_number(j) for j in ids) == list(range(1, 9))
+    assert all(re.fullmatch(r"local-[1-8]-[0-9a-f]{6}", j) for j in ids)
     for job_id in ids:
         wait_until(f"{job_id} to finish", lambda j=job_id: finished(root, j))
 

@@ -332,6 +332,20 @@ def test_argvs_are_one_call_each_with_qstat_in_utc() -> None:
         pbs.lookup_argvs(["a.b=1.smoke"])
 
 
+def test_cancel_is_one_qdel_of_jobs_or_subjobs_and_logs_are_named_by_id() -> None:
+    array = "3117549[].polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"
+    subjob = pbs.task_id(array, 4)
+    assert subjob == "3117549[4].polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"
+    assert pbs.cancel_argv([POLARIS_ID, subjob]) == ["qdel", POLARIS_ID, subjob]
+    with pytest.raises(pbs.PbsOutputError, match="not an array job id"):
+        pbs.task_id(POLARIS_ID, 4)
+    with pytest.raises(pbs.PbsOutputError, match="not a PBS job or subjob id"):
+        pbs.cancel_argv(["-W force"])
+    # -o <workdir>/logs/ -j oe: PBS writes <job or subjob id>.OU there.
+    assert pbs.log_path(POLARIS_ID, name="c.t.smoke", index=None) == f"logs/{POLARIS_ID}.OU"
+    assert pbs.log_path(array, name="c.t.smoke", index=4) == f"logs/{subjob}.OU"
+
+
 def test_parse_job_id_recorded_polaris_qsub() -> None:
     """Kept whole: qstat's JSON keys the job by this id, afterok takes it as is."""
     assert pbs.parse_job_id(POLARIS_QSUB.read_text()) == POLARIS_ID

@@ -246,6 +246,16 @@ def test_query_is_one_sacct_and_one_squeue_whatever_the_number_of_jobs() -> None
     assert slurm.query_argvs(["7"])[1][-1] == "7,7"
 
 
+def test_cancel_is_one_scancel_of_jobs_or_array_tasks_and_logs_follow_output() -> None:
+    ids = ["4001", slurm.task_id("4002", 3)]
+    assert slurm.cancel_argv(ids) == ["scancel", "4001", "4002_3"]
+    with pytest.raises(slurm.SlurmRefusal):
+        slurm.cancel_argv(["4001; rm -rf ~"])
+    # What --output=logs/%x-%j.out and logs/%x-%A_%a.out expand to.
+    assert slurm.log_path("4001", name="c.t.smoke", index=None) == "logs/c.t.smoke-4001.out"
+    assert slurm.log_path("4002", name="c.t.smoke", index=3) == "logs/c.t.smoke-4002_3.out"
+
+
 # --- the real cluster -----------------------------------------------------------------------
 
 

@@ -155,6 +155,38 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops.runner import cancel
+
+    root = _campaign_root()
+    plan = cancel.prepare(root=root, job=args.job, targets=args.targets)
+
+    def some(items: tuple[str, ...] | list[str]) -> str:
+        return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
+
+    # The logs first: what the tasks were doing is worth reading before they are stopped.
+    for log in plan.logs:
+        if log.tail is not None:
+            task = "" if log.index is None else f", task {log.index}"
+            print(
+                f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)", file=out
+            )
+            for line in log.tail:
+                print(f"   {line}", file=out)
+    waiting = [log.target for log in plan.logs if log.tail is None]
+    if waiting:  # one line, not one per task: an array may hold a thousand not started yet
+        print(f"== no log yet: {some(waiting)}", file=out)
+    done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
+    what = "job" if plan.whole else "task(s)"
+    print(
+        f"cancelled {what} {some(plan.cancel_ids)} ({plan.name}: {some(plan.targets)}) on "
+        f"{plan.backend}; recorded in the ledger ({plan.ledger_id}, by {done.by})",
+        file=out,
+    )
+    print("next: campaign status --refresh   (shows CANCELLED once it has stopped)", file=out)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sbm = sub.add_parser(
         "submit",
@@ -247,3 +279,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="table (default), markdown (STATUS.md's tables), json (ledger records)",
     )
     sts.set_defaults(handler=_status)
+
+    cnc = sub.add_parser(
+        "cancel",
+        help="cancel a recorded job (or some of its targets) through its backend",
+        description="Cancel a job recorded in the ledger: print the last 20 lines of each "
+        "selected task's log, cancel through the job's backend (scancel, qdel, the local "
+        "executor) and append a cancel record to .campaign/ledger.jsonl. campaign status "
+        "--refresh then shows CANCELLED.",
+        epilog="exit codes: 0 cancelled, 1 the backend refused, 2 unknown job or target, a job "
+        "that already ended, or an unreachable backend.",
+    )
+    cnc.add_argument(
+        "job", metavar="JOB", help="a job id or a ledger id, as campaign status shows them"
+    )
+    cnc.add_argument(
+        "--targets",
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="only the array tasks running these targets (default: the whole job)",
+    )
+    cnc.add_argument("--reason", metavar="TEXT", help="why; recorded in the ledger")
+    cnc.set_defaults(handler=_cancel)

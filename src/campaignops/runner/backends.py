@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from campaignops import views
 from campaignops.errors import UsageError
@@ -23,6 +23,10 @@ LOCAL_STATE = ".campaign/local"
 
 
 Run = Callable[[Sequence[str]], scheduler.Call]
+
+
+class LogPath(Protocol):
+    def __call__(self, job_id: str, *, name: str, index: int | None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,11 @@ class Backend:
     parse_live: Callable[[str], tuple[JobState, ...]]
     # Every job under these names, finished or not: how a lost or unknown result is found.
     lookup: Callable[[Sequence[str], Run], dict[str, JobState]]
+    # campaign cancel: one call for jobs or array tasks (task_id names one), and where each
+    # task's output goes (log_path(job_id, name=, index=): relative to the work directory).
+    cancel_argv: Callable[[Sequence[str]], list[str]]
+    task_id: Callable[[str, int], str]
+    log_path: LogPath
 
 
 def _live(jobs: Iterable[JobState]) -> tuple[JobState, ...]:
@@ -78,6 +87,9 @@ def _scheduler(
             parse_siblings=module.parse_siblings,
             parse_live=parse_live,
             lookup=lookup,
+            cancel_argv=module.cancel_argv,
+            task_id=module.task_id,
+            log_path=module.log_path,
         )
 
     return make
@@ -103,6 +115,9 @@ def _local(root: Path) -> Backend:
                 call(local.sibling_argv(names, state_root=state, include_finished=True)).stdout
             )
         },
+        cancel_argv=lambda ids: local.cancel_argv(ids, state_root=state),
+        task_id=local.task_id,
+        log_path=local.log_path,
     )
 
 

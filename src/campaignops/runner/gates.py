@@ -62,7 +62,7 @@ class Request:
 CANCEL = {
     "slurm": "scancel ID",
     "pbs": "qdel ID",
-    "local": "python3 -m campaignops.runner.localexec cancel --state .campaign/local ID",
+    "local": "campaign cancel ID",
 }
 
 

@@ -177,6 +177,32 @@ def state_record(
     )
 
 
+def cancel_record(
+    *,
+    ledger_id: str,
+    time: dt.datetime,
+    job_id: str,
+    cancel_ids: Sequence[str],
+    targets: Sequence[str],
+    by: str,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """Written after the backend accepted a cancel: which targets (the whole job's, or those of
+    ``--targets``), through which ids, by whom and why. Its own keys (``cancel_*``), since the
+    fold by ledger id must not overwrite the job's ``targets``; the state itself comes from
+    the next status refresh."""
+    return _record(
+        "cancel",
+        ledger_id,
+        time,
+        job_id=job_id,
+        cancel_ids=list(cancel_ids),
+        cancel_targets=list(targets),
+        cancel_by=by,
+        cancel_reason=reason,
+    )
+
+
 def encode(record: Mapping[str, Any]) -> str:
     """One ledger line; raises InvalidRecord when the record breaks the schema."""
     problems = [e.message for e in schema.validate(schema.LEDGER_RECORD, record)]

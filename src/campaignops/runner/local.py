@@ -52,7 +52,10 @@ STARTED_BY = "executor.pid"  # written by submit once the executor is started
 PREFIX = "#LOCAL "
 KILL_WAIT_S = 30
 WARNING_SIGNAL = "USR1"
-JOB_ID = re.compile(r"local-[0-9]+")
+# local-<n>-<6 hex>: the counter orders one clone's jobs; the random part keeps two clones of a
+# campaign (each with its own .campaign/local) from both handing out local-1 into one ledger.
+# Plain local-<n> ids from before are still read.
+JOB_ID = re.compile(r"local-([0-9]+)(?:-[0-9a-f]{6})?")
 _TIME = re.compile(r"(?:([0-9]+)-)?([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?")
 _ARRAY = re.compile(r"0-([0-9]+)(?:%([1-9][0-9]*))?")
 _SIGNAL = re.compile(r"B:([A-Z0-9]+)@([0-9]+)")
@@ -166,7 +169,7 @@ def _dependency(value: str) -> dict[str, Any]:
     kind, _, ids = value.partition(":")
     parents = tuple(ids.split(":"))
     if kind != "afterok" or not all(JOB_ID.fullmatch(p) for p in parents):
-        raise ValueError("expected afterok:local-N[:local-M…]")
+        raise ValueError("expected afterok:local-N-XXXXXX[:local-M-XXXXXX…]")
     return {"after": parents}
 
 
@@ -259,7 +262,18 @@ def sibling_argv(
 
 
 def cancel_argv(job_ids: Iterable[str], *, state_root: str) -> list[str]:
+    """ONE call: cancel jobs (``<id>``) or single array tasks (``<id>_<index>``)."""
     return [sys.executable, "-m", EXECUTOR, "cancel", "--state", state_root, *job_ids]
+
+
+def task_id(job_id: str, index: int) -> str:
+    return f"{job_id}_{index}"
+
+
+def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs") -> str:
+    """Where a task's output goes, relative to the work directory (the executor's naming,
+    which is sbatch's ``%x-%j.out`` / ``%x-%A_%a.out``); ``index`` None for a single job."""
+    return f"{log_dir}/{name}-{job_id}" + ("" if index is None else f"_{index}") + ".out"
 
 
 def _job_state(record: Mapping[str, Any]) -> JobState:
@@ -380,4 +394,10 @@ def started_by(path: Path) -> int | None:
 
 def list_jobs(root: Path) -> list[str]:
     found = [p.name for p in root.iterdir() if JOB_ID.fullmatch(p.name)] if root.is_dir() else []
-    return sorted(found, key=lambda name: int(name.partition("-")[2]))
+    return sorted(found, key=job_number)
+
+
+def job_number(job_id: str) -> int:
+    """The counter in a local job id (its order among this clone's jobs)."""
+    match = JOB_ID.fullmatch(job_id)
+    return int(match[1]) if match else 0

@@ -307,6 +307,30 @@ def parse_lookup(outputs: Sequence[str]) -> list[str]:
     return [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
 
 
+def cancel_argv(job_ids: Iterable[str]) -> list[str]:
+    """ONE qdel: whole jobs (``123.server``, an array ``123[].server``) or subjobs
+    (``123[4].server``)."""
+    ids = list(job_ids)
+    bad = [j for j in ids if not (_FORMS["job id"][0].fullmatch(j) or _SUBJOB.fullmatch(j))]
+    if bad:
+        raise PbsOutputError(message=f"{bad[0]!r} is not a PBS job or subjob id")
+    return ["qdel", *ids]
+
+
+def task_id(job_id: str, index: int) -> str:
+    """An array's subjob: ``123[].server`` → ``123[4].server``."""
+    number, brackets, server = job_id.partition("[]")
+    if not brackets:
+        raise PbsOutputError(message=f"{job_id!r} is not an array job id (<n>[].<server>)")
+    return f"{number}[{index}]{server}"
+
+
+def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs") -> str:
+    """``-o <log_dir>/``: PBS names the file ``<job or subjob id>.OU`` (not the job name)."""
+    del name  # every backend's signature; PBS names logs by id alone
+    return f"{log_dir}/{job_id if index is None else task_id(job_id, index)}.OU"
+
+
 # --- reading qstat -f -F json ---------------------------------------------------------------
 
 

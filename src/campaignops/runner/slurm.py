@@ -256,6 +256,21 @@ def lookup_argvs(names: Iterable[str], *, since: str = "now-30days") -> list[lis
     ]  # fmt: skip
 
 
+def cancel_argv(job_ids: Iterable[str]) -> list[str]:
+    """ONE scancel: whole jobs (``123``) or single array tasks (``123_4``)."""
+    return ["scancel", *(_valid("job id", j) for j in job_ids)]
+
+
+def task_id(job_id: str, index: int) -> str:
+    return f"{job_id}_{index}"
+
+
+def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs") -> str:
+    """The ``--output`` the script asks for (``%x-%j.out``, an array task ``%x-%A_%a.out``),
+    relative to the work directory; ``index`` None for a single job."""
+    return f"{log_dir}/{name}-{job_id}" + ("" if index is None else f"_{index}") + ".out"
+
+
 def _row_id(text: str) -> tuple[str, str | None, str | None]:
     """``12``, ``12_3``, ``12_[4-9%2]``, ``12.batch`` → (array/job id, task, step)."""
     match = _JOB_ID.fullmatch(text.strip())
