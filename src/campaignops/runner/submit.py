@@ -28,6 +28,7 @@ JOBS_DIR = ".campaign/jobs"
 WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0-9]+)")
 
 Call = Callable[[Sequence[str]], scheduler.Call]
+PREVIEW_ID = "L00000000T000000Z-000000000000"  # the shape of lw.new_ledger_id, in a dry run
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,9 @@ def submit(
             jobs=history.jobs,
             active=active,
         )
-        preview = dataclasses.replace(job.spec, comment=f"<ledger-id> {repo.head or '<commit>'}")
+        # A well-formed stand-in for the ledger id and commit: every backend validates the
+        # comment it renders, so a placeholder like "<ledger-id>" would fail the dry run.
+        preview = dataclasses.replace(job.spec, comment=f"{PREVIEW_ID} {repo.head or '0' * 40}")
         planned.append(Planned(job=job, verdicts=verdicts, script=be.render(preview)))
     if dry_run:
         return Outcome(backend=name, planned=tuple(planned))
