@@ -225,7 +225,7 @@ def test_sizes_are_whole_pbs_sizes(text: str, pbs_form: str) -> None:
 @pytest.mark.parametrize(
     ("name", "rule"),
     [
-        ("2024-md.lig7.smoke", "must start with a letter"),
+        ("_md.lig7.smoke", "must start with a letter or digit"),
         ("md.lig=7.smoke", "only letters, digits and _ . + -"),  # '=' is legal in target ids
         ("md.lig 7.smoke", "only letters, digits and _ . + -"),
         ("m" * 231, "is 231 characters long; PBS takes at most 230"),

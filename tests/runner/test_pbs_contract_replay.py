@@ -126,17 +126,19 @@ def test_directives_end_at_the_first_command_contract_replay(server: Path, tmp_p
 
 @pytest.mark.parametrize(
     "name",
-    ["a.b.smoke", "x" * 230, "x" * 231, "1abc", "a b", "a=b", "a/b", "lig7+salt_2.smoke", "é"],
+    ["a.b.smoke", "x" * 230, "x" * 231, "2024-md.a.smoke", "_a", "a b", "a=b", "a/b", "a+b_2", "é"],
 )
 def test_check_name_refuses_every_name_qsub_refuses_contract_replay(
     server: Path, tmp_path: Path, name: str
 ) -> None:
-    """check_name may be stricter (a leading digit, which qsub takes since chk_alpha is 0 for
-    a QueueJob request), never looser: a refusal comes before the scheduler call."""
+    """check_name refuses what qsub refuses, before the scheduler call. It is stricter on one
+    point only: a first character of ``_ . + -``, which qsub takes (chk_alpha is 0 for a
+    QueueJob request) but pbs_job_attributes(7B) does not allow."""
     accepted = qsub(tmp_path, f"#!/bin/bash\n#PBS -N '{name}'\ntrue\n").returncode == 0
     try:
         pbs.check_name(name)
     except pbs.PbsRefusal:
+        assert not accepted or name[0] in "_.+-", f"check_name refused {name!r}, qsub takes it"
         return
     assert accepted, f"check_name passed {name!r}, which qsub refuses"
 

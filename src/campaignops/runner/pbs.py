@@ -5,8 +5,9 @@ Sources: OpenPBS (github.com/openpbs/openpbs: man pages, C source), ALCF's user 
 Where PBS differs from Slurm:
 
 - Name: at most 230 characters (``PBS_MAXJOBNAME``; 236 before OpenPBS 19) of
-  ``[A-Za-z0-9_.+-]``, the first a letter (``check_job_name``), refused here rather than by
-  qsub ("illegal -N value").
+  ``[A-Za-z0-9_.+-]`` (``check_job_name``), the first a letter or digit (pbs_job_attributes.7B;
+  qsub itself takes ``_ . + -`` first too: ``chk_alpha`` is 0 for a QueueJob request), refused
+  here rather than by qsub ("illegal -N value").
 - No ``--comment``: ``-v CAMPAIGN_COMMENT=<words joined by ':'>`` puts the ledger id and commit
   in ``Variable_List``, which ``qstat -f -F json`` prints and parse_states reads back.
 - ``-J 0-<N-1>%C``: a range needs two indices (``parse_subjob_index``), so one task is a plain
@@ -130,7 +131,7 @@ def check_name(name: str) -> str:
     """The job name, if PBS Pro takes it for ``-N``; else PbsRefusal saying which rule failed."""
     rules = [
         (len(name) <= NAME_MAX, f"is {len(name)} characters long; PBS takes at most {NAME_MAX}"),
-        (name[:1].isascii() and name[:1].isalpha(), "must start with a letter (PBS -N)"),
+        (name[:1].isascii() and name[:1].isalnum(), "must start with a letter or digit (PBS -N)"),
         (bool(_NAME.fullmatch(name)), "may hold only letters, digits and _ . + -"),
     ]
     broken = [why for ok, why in rules if not ok]
