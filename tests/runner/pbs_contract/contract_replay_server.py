@@ -5,7 +5,8 @@ jobs; ``cycle`` plays one scheduling pass, running each queued job's script with
 subjob after another, as a MOM would (``PBS_ARRAY_INDEX``, ``PBS_JOBID``, the ``-v`` variables,
 ``-j oe`` output written in place as ``<dir>/<job id>.OU`` for an ``-o`` ending in ``/``:
 ``JOB_STDOUT_SUFFIX``, src/include/job.h). Tests call ``cycle`` where a real server's scheduler
-would run on its own, so no test waits on a clock.
+would run on its own, so no test waits on a clock. Of the dependency types qsub accepts, only
+``afterok`` (the one the runner writes) is honoured; a job waiting on one is held (H).
 
 What ``qstat -f -F json`` prints follows OpenPBS and the recorded real outputs in
 tests/runner/recorded/: the header (``timestamp``, ``pbs_version``, ``pbs_server``, qstat.c), a
@@ -130,8 +131,12 @@ def qsub(argv: Sequence[str]) -> str:
             "attrs": req.attrs, "resources": req.resources, "variables": {**env, **req.variables},
             "script": str(spool), "cwd": cwd, "host": host, "ctime": now,
             "submit_args": " ".join(argv), "range": req.attrs.get("array_indices_submitted"),
-            "runs": {}, "state": "H" if "depend" in req.attrs else "Q",
+            "runs": {}, "state": "Q",
         }  # fmt: skip
+        # A dependency not yet met holds the job (H, substate 22 JOB_SUBSTATE_DEPNHOLD).
+        job = data["jobs"][str(seq)]
+        if any(_ok(data, dep) is not True for dep in _afterok(job)):
+            job["state"] = "H"
     return job_id
 
 
@@ -325,7 +330,8 @@ def _afterok(job: dict[str, Any]) -> list[str]:
 
 
 def cycle() -> list[str]:
-    """One scheduling pass: every job whose dependencies are met runs to its end, in order.
+    """One scheduling pass: every job whose dependencies are met runs to its end, in order
+    (holding the server's lock: a job that calls qstat itself would wait forever).
     A job whose afterok dependency ended badly is deleted (depend_on_term). Returns the ids
     run."""
     ran = []
