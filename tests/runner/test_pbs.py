@@ -6,7 +6,8 @@ tests/runner/recorded/ (sources and dates in its README) and say so in their nam
 in for it and the mapping's source is named instead:
 
 - array jobs (qsub's ``<n>[].<server>``, ``qstat -t`` subjob records): no recording found; the
-  folding is tested on real single-job records used as subjobs, the id grouping is untested;
+  folding is tested on real single-job records used as subjobs; the id grouping and each
+  task's own state are tested against the contract replay (test_pbs_contract_replay.py);
 - ``Exit_status`` -27/-26 (memory), -11/-14/-20 (node failure) and 256 + signal (qdel while
   running): no recording found; the mapping follows OpenPBS src/include/job.h (JOB_EXEC_*) and
   src/resmom/linux/mom_start.c (``WTERMSIG + 0x100``);
@@ -224,7 +225,7 @@ def test_sizes_are_whole_pbs_sizes(text: str, pbs_form: str) -> None:
 @pytest.mark.parametrize(
     ("name", "rule"),
     [
-        ("2024-md.lig7.smoke", "must start with a letter"),
+        ("_md.lig7.smoke", "must start with a letter or digit"),
         ("md.lig=7.smoke", "only letters, digits and _ . + -"),  # '=' is legal in target ids
         ("md.lig 7.smoke", "only letters, digits and _ . + -"),
         ("m" * 231, "is 231 characters long; PBS takes at most 230"),
@@ -323,7 +324,8 @@ def test_argvs_are_one_call_each_with_qstat_in_utc() -> None:
         ["env", "TZ=UTC0", "qstat", "-x", "-f", "-F", "json", "-t", *ids]
     ]
     assert pbs.query_argvs([]) == []  # qstat without ids would list the whole server
-    assert pbs.sibling_argv(["a.b.smoke"]) == ["env", "TZ=UTC0", "qstat", "-f", "-F", "json"]
+    sibling = ["env", "TZ=UTC0", "qstat", "-f", "-F", "json", "-t"]  # -t: each task's state
+    assert pbs.sibling_argv(["a.b.smoke"]) == sibling
     assert pbs.lookup_argvs(["a.b.smoke", "a.c.smoke"]) == [
         ["qselect", "-x", "-N", "a.b.smoke"],
         ["qselect", "-x", "-N", "a.c.smoke"],

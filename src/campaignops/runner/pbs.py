@@ -5,8 +5,9 @@ Sources: OpenPBS (github.com/openpbs/openpbs: man pages, C source), ALCF's user 
 Where PBS differs from Slurm:
 
 - Name: at most 230 characters (``PBS_MAXJOBNAME``; 236 before OpenPBS 19) of
-  ``[A-Za-z0-9_.+-]``, the first a letter (``check_job_name``), refused here rather than by
-  qsub ("illegal -N value").
+  ``[A-Za-z0-9_.+-]`` (``check_job_name``), the first a letter or digit (pbs_job_attributes.7B;
+  qsub itself takes ``_ . + -`` first too: ``chk_alpha`` is 0 for a QueueJob request), refused
+  here rather than by qsub ("illegal -N value").
 - No ``--comment``: ``-v CAMPAIGN_COMMENT=<words joined by ':'>`` puts the ledger id and commit
   in ``Variable_List``, which ``qstat -f -F json`` prints and parse_states reads back.
 - ``-J 0-<N-1>%C``: a range needs two indices (``parse_subjob_index``), so one task is a plain
@@ -24,8 +25,11 @@ Where PBS differs from Slurm:
 - Job ids stay whole (``3117548.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov``): qstat's JSON
   keys jobs by the whole id, and ``afterok`` takes it as is.
 - qstat prints ``ctime(3)`` times in its own zone: queries run it with ``TZ=UTC0``.
+- Per-task truth: ``qstat -x -t`` lists each subjob (``<n>[<i>].<server>``, job_state X once
+  ended) with its own ``Exit_status``, ``stime`` and ``obittime``; parse_states keeps them as
+  the array's ``tasks``, and folds them into the array's state.
 - qstat refuses ``-u`` with ``-F json`` (qstat.c "conflict"): siblings come from the whole
-  queue (``qstat -f -F json``), and a job whose result record was lost is found by name with
+  queue (``qstat -f -F json -t``), and a job whose result record was lost is found by name with
   ``qselect -x -N <name>`` (ids only), then queried like any other.
 """
 
@@ -38,6 +42,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
+from types import MappingProxyType
 from typing import Any
 
 from campaignops.errors import CampaignError
@@ -126,7 +131,7 @@ def check_name(name: str) -> str:
     """The job name, if PBS Pro takes it for ``-N``; else PbsRefusal saying which rule failed."""
     rules = [
         (len(name) <= NAME_MAX, f"is {len(name)} characters long; PBS takes at most {NAME_MAX}"),
-        (name[:1].isascii() and name[:1].isalpha(), "must start with a letter (PBS -N)"),
+        (name[:1].isascii() and name[:1].isalnum(), "must start with a letter or digit (PBS -N)"),
         (bool(_NAME.fullmatch(name)), "may hold only letters, digits and _ . + -"),
     ]
     broken = [why for ok, why in rules if not ok]
@@ -293,9 +298,10 @@ def query_argvs(job_ids: Iterable[str]) -> list[list[str]]:
 
 
 def sibling_argv(names: Iterable[str]) -> list[str]:
-    """ONE qstat of the whole queue (qstat has no name filter); parse_siblings keeps ``names``."""
+    """ONE qstat of the whole queue (qstat has no name filter); parse_siblings keeps ``names``.
+    ``-t``: an array comes with its subjobs, so each target's own task state is known."""
     del names  # the filter is parse_siblings'; the argument keeps every backend's signature
-    return [*QSTAT, "-f", "-F", "json"]
+    return [*QSTAT, "-f", "-F", "json", "-t"]
 
 
 def lookup_argvs(names: Iterable[str]) -> list[list[str]]:
@@ -421,8 +427,13 @@ def job_state(job_id: str, job: Mapping[str, Any], zone: tzinfo) -> JobState:
     )
 
 
+def _index(state: JobState) -> int:
+    return -1 if state.task is None else state.task
+
+
 def fold(parent: JobState, subjobs: Sequence[JobState]) -> JobState:
-    """A whole array from its parent's record and its subjobs' records (``qstat -t``)."""
+    """A whole array from its parent's record and its subjobs' records (``qstat -t``): the
+    folded state as the array's, and each subjob with an index as its own task."""
     states = [s.state for s in subjobs]
     finished = parent.state in FINISHED or all(s in FINISHED for s in states)
     codes = [s.exit_code for s in subjobs if s.exit_code is not None]
@@ -439,11 +450,16 @@ def fold(parent: JobState, subjobs: Sequence[JobState]) -> JobState:
         ended=parent.ended if finished else None,
         elapsed_s=max((s.elapsed_s for s in subjobs if s.elapsed_s is not None), default=None),
         max_rss=f"{max(rss)}K" if rss else None,  # the limits are per subjob: report the largest
+        tasks=MappingProxyType(
+            {s.task: s for s in sorted(subjobs, key=_index) if s.task is not None}
+        ),
     )
 
 
 def parse_states(outputs: Sequence[str], *, zone: tzinfo = timezone.utc) -> dict[str, JobState]:
-    """Every job and array in the outputs, by id; subjobs are folded into their array.
+    """Every job and array in the outputs, by id. An array's subjobs (``<n>[<i>].<server>``,
+    ``qstat -t``) are folded into its state and kept, each with its own state, exit code and
+    times, in its ``tasks`` by index (``task`` = i); a single job has no ``tasks``.
 
     ``zone`` is where qstat ran: UTC for query_argvs (``TZ=UTC0``), or a recording's own zone.
     """
@@ -454,7 +470,8 @@ def parse_states(outputs: Sequence[str], *, zone: tzinfo = timezone.utc) -> dict
             match = _SUBJOB.fullmatch(key)
             if match:
                 parent = f"{match[1]}[]{match[3]}"
-                subjobs.setdefault(parent, []).append(job_state(key, job, zone))
+                task = dataclasses.replace(job_state(key, job, zone), task=int(match[2]))
+                subjobs.setdefault(parent, []).append(task)
             else:
                 records[key] = job_state(key, job, zone)
     return {k: fold(s, subjobs[k]) if k in subjobs else s for k, s in records.items()}
