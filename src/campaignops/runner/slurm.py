@@ -30,6 +30,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 
+from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, Resources
@@ -48,10 +49,6 @@ _FORMS: dict[str, tuple[re.Pattern[str], str]] = {
     "partition": (re.compile(r"[A-Za-z0-9_.-]+(?:,[A-Za-z0-9_.-]+)*"), "name[,name]"),
     "account": (re.compile(r"[A-Za-z0-9_.-]+"), "letters, digits and _ . -"),
     "qos": (re.compile(r"[A-Za-z0-9_.-]+"), "letters, digits and _ . -"),
-    "time": (
-        re.compile(r"[0-9]+(?::[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(?::[0-9]{1,2}){0,2}"),
-        "M, M:S, H:M:S, D-H, D-H:M or D-H:M:S",
-    ),
     "mem": (re.compile(r"[0-9]+[KMGT]?"), "<n>[K|M|G|T], e.g. 4G"),
     "gpu type": (re.compile(r"[A-Za-z0-9_.-]+"), "letters, digits and _ . -"),
     "constraint": (re.compile(r"[A-Za-z0-9_.&|,:*!()\[\]-]+"), "Slurm's feature expression"),
@@ -122,7 +119,7 @@ _RESOURCE_OPTIONS = (
 )  # fmt: skip
 
 
-def _resources(res: Resources) -> list[str]:
+def _resources(res: Resources, time_s: int | None) -> list[str]:
     if res.queue is not None or res.filesystems is not None:
         raise SlurmRefusal(
             message="resources.queue and resources.filesystems are PBS's: Slurm has neither",
@@ -134,7 +131,9 @@ def _resources(res: Resources) -> list[str]:
     out = []
     for field, option, form in _RESOURCE_OPTIONS:
         value = getattr(res, field)
-        if value is not None:
+        if field == "time":  # from seconds, in three fields: sbatch reads H:M as minutes:seconds
+            out.extend([] if time_s is None else [f"--time={walltime.for_slurm(time_s)}"])
+        elif value is not None:
             text = _valid(form, value) if form else _count(field, value)
             out.append(f"--{option}=gpu:{kind}{text}" if field == "gpus" else f"--{option}={text}")
     return out
@@ -165,7 +164,7 @@ def _directives(spec: JobSpec) -> list[str]:
         out.append("--requeue")
     if spec.comment:
         out.append(f"--comment={_text('comment', spec.comment)}")
-    return [*out, *_resources(spec.resources)]
+    return [*out, *_resources(spec.resources, spec.time_s)]
 
 
 def render(spec: JobSpec) -> str:
