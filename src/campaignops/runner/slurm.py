@@ -49,6 +49,10 @@ _FORMS: dict[str, tuple[re.Pattern[str], str]] = {
     "partition": (re.compile(r"[A-Za-z0-9_.-]+(?:,[A-Za-z0-9_.-]+)*"), "name[,name]"),
     "account": (re.compile(r"[A-Za-z0-9_.-]+"), "letters, digits and _ . -"),
     "qos": (re.compile(r"[A-Za-z0-9_.-]+"), "letters, digits and _ . -"),
+    "time": (
+        re.compile(r"[0-9]+(?::[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(?::[0-9]{1,2}){0,2}"),
+        "M, M:S, H:M:S, D-H, D-H:M or D-H:M:S",
+    ),
     "mem": (re.compile(r"[0-9]+[KMGT]?"), "<n>[K|M|G|T], e.g. 4G"),
     "gpu type": (re.compile(r"[A-Za-z0-9_.-]+"), "letters, digits and _ . -"),
     "constraint": (re.compile(r"[A-Za-z0-9_.&|,:*!()\[\]-]+"), "Slurm's feature expression"),
@@ -119,7 +123,7 @@ _RESOURCE_OPTIONS = (
 )  # fmt: skip
 
 
-def _resources(res: Resources, time_s: int | None) -> list[str]:
+def _resources(res: Resources) -> list[str]:
     if res.queue is not None or res.filesystems is not None:
         raise SlurmRefusal(
             message="resources.queue and resources.filesystems are PBS's: Slurm has neither",
@@ -131,9 +135,7 @@ def _resources(res: Resources, time_s: int | None) -> list[str]:
     out = []
     for field, option, form in _RESOURCE_OPTIONS:
         value = getattr(res, field)
-        if field == "time":  # from seconds, in three fields: sbatch reads H:M as minutes:seconds
-            out.extend([] if time_s is None else [f"--time={walltime.for_slurm(time_s)}"])
-        elif value is not None:
+        if value is not None:
             text = _valid(form, value) if form else _count(field, value)
             out.append(f"--{option}=gpu:{kind}{text}" if field == "gpus" else f"--{option}={text}")
     return out
@@ -164,7 +166,9 @@ def _directives(spec: JobSpec) -> list[str]:
         out.append("--requeue")
     if spec.comment:
         out.append(f"--comment={_text('comment', spec.comment)}")
-    return [*out, *_resources(spec.resources, spec.time_s)]
+    # The limit from seconds, in three fields: sbatch reads a two-field H:M as minutes:seconds.
+    limit = None if spec.time_s is None else walltime.for_slurm(spec.time_s)
+    return [*out, *_resources(dataclasses.replace(spec.resources, time=limit))]
 
 
 def render(spec: JobSpec) -> str:
