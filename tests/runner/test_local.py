@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from campaignops import walltime
 from campaignops.runner import local, localexec
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
@@ -143,7 +144,8 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         + WAIT
         + EXIT
     )
-    assert local.time_seconds("1-02:30") == 95400  # hours first, as the manifest schema says
+    assert SWEEP.time_s == 95400  # D-HH:MM: hours first, as the manifest schema says
+    assert local.parse_directives(local.render(SWEEP)).time_s == 95400
 
 
 def test_render_single_job_has_no_array_dependency_or_limit() -> None:
@@ -165,12 +167,48 @@ def test_render_single_job_has_no_array_dependency_or_limit() -> None:
     )
 
 
+def test_render_single_job_limit_is_hours_minutes() -> None:
+    """``00:20`` is 20 minutes here as on Slurm and PBS, written in three fields."""
+    job = JobSpec(
+        name="c.t.smoke", workdir="/w", tasks=("true",), resources=Resources(time="00:20")
+    )
+    assert local.render(job) == (
+        "#!/bin/bash\n"
+        "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as\n"
+        "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.\n"
+        "#LOCAL --job-name=c.t.smoke\n"
+        "#LOCAL --chdir=/w\n"
+        "#LOCAL --log-dir=logs\n"
+        "#LOCAL --time=00:20:00\n"
+        "#LOCAL --kill-wait=30\n"
+        "set -euo pipefail\n"
+        "cd /w\n"
+        'export CAMPAIGN_TASK_INDEX="${CAMPAIGN_TASK_INDEX:-0}"\n'
+        + TRAPS
+        + case("true")
+        + WAIT
+        + EXIT
+    )
+    assert local.parse_directives(local.render(job)).time_s == 1200
+
+
+def test_render_refuses_a_time_that_is_not_a_walltime() -> None:
+    job = JobSpec(name="c.t.smoke", workdir="/w", tasks=("true",), resources=Resources(time="90 m"))
+    with pytest.raises(walltime.WalltimeError, match="'90 m' is not a time limit"):
+        local.render(job)
+
+
+def test_a_directive_time_out_of_range_is_refused() -> None:
+    script = "#!/bin/bash\n#LOCAL --job-name=x\n#LOCAL --chdir=/w\n#LOCAL --time=00:60:00\ntrue\n"
+    with pytest.raises(local.LocalBackendError, match="minutes 60 is over 59"):
+        local.parse_directives(script)
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [
         ({"comment": "L1\nrm -rf /"}, "single lines"),
         ({"env": {"BAD-NAME": "x"}}, "shell variables"),
-        ({"resources": Resources(time="90 minutes")}, "[D-]HH:MM[:SS]"),
         ({"tasks": ()}, "no tasks"),
     ],
 )

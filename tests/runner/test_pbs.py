@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from campaignops import walltime
 from campaignops.runner import pbs
 from campaignops.runner.spec import JobSpec, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
@@ -205,10 +206,25 @@ def test_render_mail_in_full() -> None:
 
 @pytest.mark.parametrize(
     ("text", "pbs_form"),
-    [("00:20", "00:20:00"), ("1-12:00", "36:00:00"), ("100:00:30", "100:00:30")],
+    [
+        ("00:20", "00:20:00"),
+        ("90", "01:30:00"),
+        ("1-12:00", "36:00:00"),
+        ("100:00:30", "100:00:30"),
+        ("7-00:00:01", "168:00:01"),
+    ],
 )
 def test_walltime_is_hh_mm_ss_with_days_as_hours(text: str, pbs_form: str) -> None:
-    assert pbs.walltime(text) == pbs_form
+    script = pbs.render(spec(resources=Resources(time=text), comment=""))
+    assert script == (
+        "#!/bin/bash\n"
+        "#PBS -N md-screen.lig7.smoke\n"
+        f"#PBS -l walltime={pbs_form}\n"
+        "#PBS -o /eagle/MDproj/md-screen/logs/\n"
+        "#PBS -j oe\n"
+        "#PBS -k doe\n"
+        "#PBS -r n\n" + BODY + ONE_TASK
+    )
 
 
 @pytest.mark.parametrize(
@@ -242,9 +258,12 @@ def test_the_longest_name_pbs_takes_is_taken() -> None:
     assert pbs.check_name("m" * 230) == "m" * 230
 
 
-@pytest.mark.parametrize("time", ["90", "00:00", "1:75", "one hour"])
-def test_a_bad_walltime_is_refused(time: str) -> None:
-    with pytest.raises(pbs.PbsRefusal, match="not a positive"):
+@pytest.mark.parametrize(
+    ("time", "why"),
+    [("00:00", "is zero"), ("1:75", "minutes 75 is over 59"), ("one hour", "not a time limit")],
+)
+def test_a_bad_walltime_is_refused(time: str, why: str) -> None:
+    with pytest.raises(walltime.WalltimeError, match=why):
         pbs.render(spec(resources=Resources(time=time)))
 
 

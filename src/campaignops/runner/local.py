@@ -42,6 +42,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
@@ -56,7 +57,6 @@ WARNING_SIGNAL = "USR1"
 # campaign (each with its own .campaign/local) from both handing out local-1 into one ledger.
 # Plain local-<n> ids from before are still read.
 JOB_ID = re.compile(r"local-([0-9]+)(?:-[0-9a-f]{6})?")
-_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?")
 _ARRAY = re.compile(r"0-([0-9]+)(?:%([1-9][0-9]*))?")
 _SIGNAL = re.compile(r"B:([A-Z0-9]+)@([0-9]+)")
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -81,30 +81,13 @@ class Directives:
     size: int = 1  # tasks 0 … size-1
     cap: int | None = None
     after: tuple[str, ...] = ()
-    time: str | None = None  # [D-]HH:MM:SS
+    time: str | None = None  # [D-]HH:MM:SS (walltime.for_local)
     warning: tuple[str, int] | None = None  # (signal name, seconds before the limit)
     kill_wait_s: int = KILL_WAIT_S
 
     @property
     def time_s(self) -> int | None:
-        return None if self.time is None else time_seconds(self.time)
-
-
-def time_seconds(text: str) -> int:
-    """Seconds in a manifest time limit, ``[D-]HH:MM[:SS]`` (hours first, as the schema says)."""
-    match = _TIME.fullmatch(text)
-    if match is None:
-        raise LocalBackendError(
-            message=f"time limit {text!r} is not [D-]HH:MM[:SS]", hint="e.g. 00:30:00 or 1-12:00"
-        )
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-
-
-def _clock(total: int) -> str:
-    days, rest = divmod(total, 86400)
-    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    return f"{days}-{text}" if days else text
+        return None if self.time is None else walltime.parse(self.time, where="#LOCAL --time")
 
 
 def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
@@ -116,9 +99,8 @@ def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
         lines.append(("array", f"0-{len(spec.tasks) - 1}{cap}"))
     if spec.after:
         lines.append(("dependency", "afterok:" + ":".join(spec.after)))
-    if spec.resources.time:
-        limit = time_seconds(spec.resources.time)
-        lines.append(("time", _clock(limit)))
+    if spec.time_s is not None:
+        lines.append(("time", walltime.for_local(spec.time_s)))
         if spec.warning_seconds:
             lines.append(("signal", f"B:{WARNING_SIGNAL}@{spec.warning_seconds}"))
     lines.append(("kill-wait", str(KILL_WAIT_S)))
@@ -181,7 +163,10 @@ def _signal(value: str) -> dict[str, Any]:
 
 
 def _time(value: str) -> dict[str, Any]:
-    time_seconds(value)
+    try:
+        walltime.parse(value)
+    except walltime.WalltimeError as exc:
+        raise ValueError(exc.message) from None
     return {"time": value}
 
 

@@ -45,6 +45,7 @@ from datetime import datetime, timezone, tzinfo
 from types import MappingProxyType
 from typing import Any
 
+from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState
@@ -57,7 +58,6 @@ SUBSTATE_TERMINATED = 91  # job.h: deleted (qdel) before or while it ran
 SUBSTATE_FAILED = 93  # job.h: ended on a PBS error (Exit_status < 0)
 
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+")
-_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]+):([0-5][0-9])(?::([0-5][0-9]))?")
 _MEM = re.compile(r"([0-9]+)(?:\.([0-9]+))?([KMGT]?)B?", re.IGNORECASE)
 _RES = r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.+-]+"
 # What each value may hold to be one #PBS argument (no space, ',' or quote), and how to write it.
@@ -143,24 +143,8 @@ def check_name(name: str) -> str:
     return name
 
 
-def walltime(text: str) -> str:
-    """``[D-]HH:MM[:SS]`` (the manifest's time) as PBS's ``HH:MM:SS``, hours past 24 kept."""
-    match = _TIME.fullmatch(text)
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups()) if match else (0,) * 4
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    if total <= 0:
-        raise PbsRefusal(
-            message=f"time limit {text!r} is not a positive [D-]HH:MM[:SS]",
-            hint="e.g. 00:30:00 or 1-12:00",
-        )
-    return _hms(total)
-
-
-def _hms(total: int) -> str:
-    return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
-
-
 def _seconds(clock: str) -> int:
+    """qstat's ``HH:MM:SS`` (hours past 24 kept) in seconds."""
     hours, minutes, seconds = (int(part) for part in clock.split(":"))
     return (hours * 60 + minutes) * 60 + seconds
 
@@ -212,7 +196,7 @@ def _directives(spec: JobSpec) -> list[str]:
         *([f"-A {_valid('account', res.account)}"] if res.account else []),
         *([f"-q {_valid('queue', queue)}"] if queue else []),
         *_chunk(spec),
-        *([f"-l walltime={walltime(res.time)}"] if res.time else []),
+        *([f"-l walltime={walltime.for_pbs(spec.time_s)}"] if spec.time_s is not None else []),
         *([f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []),
         *([f"-J 0-{len(spec.tasks) - 1}{cap}"] if spec.is_array else []),
         *([f"-W depend=afterok:{after}"] if after else []),
@@ -227,9 +211,9 @@ def _directives(spec: JobSpec) -> list[str]:
 
 
 def _warning_timer(spec: JobSpec) -> list[str]:
-    if not spec.warning_seconds or not spec.resources.time:
+    limit = spec.time_s
+    if not spec.warning_seconds or limit is None:
         return []
-    limit = _seconds(walltime(spec.resources.time))
     if spec.warning_seconds >= limit:
         raise PbsRefusal(
             message=f"warning {spec.warning_seconds} s is not before the {limit} s time limit",
@@ -381,10 +365,7 @@ def _clock_s(value: object) -> int | None:
 
 
 def _slurm_clock(total: int | None) -> str | None:
-    if total is None:
-        return None
-    days, rest = divmod(total, 86400)
-    return f"{days}-{_hms(rest)}" if days else _hms(rest)
+    return None if total is None or total < 0 else walltime.for_slurm(total)
 
 
 def _kib(value: object) -> str | None:

@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import manifest
+from campaignops import manifest, walltime
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
 from campaignops.queuefile import Cell
@@ -99,20 +99,10 @@ def task(
     return command(target, doc, args)
 
 
-def limit_seconds(time: str | None) -> int | None:
-    """``[D-]HH:MM[:SS]`` in seconds (the schema's walltime format), or None."""
-    if not time:
-        return None
-    days, _, clock = time.rpartition("-")
-    parts = [int(p) for p in clock.split(":")]
-    hours, minutes, seconds = [*parts, 0] if len(parts) == 2 else parts
-    return int(days or 0) * 86400 + hours * 3600 + minutes * 60 + seconds
-
-
 def warning(policy_seconds: int | None, time: str | None) -> int | None:
     """The warning signal's lead, only where it falls inside the time limit: a warning longer
     than a short smoke's limit would fire at once and end the job it is meant to save."""
-    limit = limit_seconds(time)
+    limit = None if time is None else walltime.parse(time)
     if policy_seconds is None or limit is None or policy_seconds >= limit:
         return None
     return policy_seconds

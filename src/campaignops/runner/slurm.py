@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 from types import MappingProxyType
 
+from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, Resources
@@ -166,7 +167,9 @@ def _directives(spec: JobSpec) -> list[str]:
         out.append("--requeue")
     if spec.comment:
         out.append(f"--comment={_text('comment', spec.comment)}")
-    return [*out, *_resources(spec.resources)]
+    # The limit from seconds, in three fields: sbatch reads a two-field H:M as minutes:seconds.
+    limit = None if spec.time_s is None else walltime.for_slurm(spec.time_s)
+    return [*out, *_resources(dataclasses.replace(spec.resources, time=limit))]
 
 
 def render(spec: JobSpec) -> str:

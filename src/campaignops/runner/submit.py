@@ -264,7 +264,7 @@ def preflight(
             queue=job.spec.resources.queue,
             override=override,
             scheduler=be.module,
-            time_s=plan.limit_seconds(job.spec.resources.time),
+            time_s=job.spec.time_s,
             smoke_max_minutes=policy.smoke_max_minutes,
         )
         verdicts = gates.evaluate(
