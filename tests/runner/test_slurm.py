@@ -269,6 +269,25 @@ def test_parse_job_id_plain_and_with_cluster() -> None:
         slurm.parse_job_id("sbatch: error: Batch job submission failed\n")
 
 
+@pytest.mark.parametrize(
+    "stdout",
+    [
+        "NOTICE: 5.0 node-hours left on this allocation\n4242\n",  # a site's banner first
+        "Submitted batch job 4242\n",  # a wrapper that drops --parsable
+        "sbatch: routing to partition gpu\nSubmitted batch job 4242 on cluster c1\n",
+        "4242;c1\nsbatch: job queued\n",
+    ],
+)
+def test_a_job_id_is_read_from_any_output_sbatch_gives(stdout: str) -> None:
+    assert slurm.parse_job_id(stdout) == "4242"
+
+
+@pytest.mark.parametrize("stdout", ["", "4242\n4243\n", "job queued\n"])
+def test_no_id_or_two_ids_is_not_read_as_one(stdout: str) -> None:
+    with pytest.raises(slurm.SlurmOutputError):
+        slurm.parse_job_id(stdout)
+
+
 def test_query_is_one_sacct_and_one_squeue_whatever_the_number_of_jobs() -> None:
     many = slurm.query_argvs([str(i) for i in range(1000)])
     assert [argv[2] for argv in many] == ["sacct", "squeue"]
