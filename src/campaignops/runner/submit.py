@@ -26,7 +26,15 @@ from campaignops.checks import queues as queue_checks
 from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.files import FileReader
 from campaignops.manifest import targets as manifest_targets
-from campaignops.runner import backends, fingerprint, gates, gitfacts, plan, scheduler
+from campaignops.runner import (
+    accelerator,
+    backends,
+    fingerprint,
+    gates,
+    gitfacts,
+    plan,
+    scheduler,
+)
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
@@ -240,7 +248,11 @@ def preflight(
     if after:
         chained = dataclasses.replace(jobs[0].spec, after=(after,))
         jobs = [dataclasses.replace(jobs[0], spec=chained), *jobs[1:]]
-    fps = fingerprint.fingerprints(doc, cells, configs=configs)
+    hardware = {
+        t.id: accelerator.of(plan.resources_for(doc, t.phase, stage), page)
+        for t in manifest_targets(doc, cells)
+    }
+    fps = fingerprint.fingerprints(doc, cells, configs=configs, hardware=hardware)
     tasks = [t for j in jobs for t in j.spec.tasks]
     wrappers = wrappers_in(tasks, root)
     queue_files = tuple(
