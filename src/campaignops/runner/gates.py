@@ -99,10 +99,70 @@ def _watched(rel: str, globs: Mapping[str, tuple[str, ...]]) -> bool:
     return ("/" in rel and top in WATCHED_DIRS) or layout.matches(rel, patterns)
 
 
+def _flag_hint(flagged: Mapping[str, str]) -> str:
+    by_kind: dict[str, list[str]] = {}
+    for path, kind in flagged.items():
+        by_kind.setdefault(kind, []).append(path)
+    clear = " && ".join(
+        f"git update-index --no-{kind} {_quoted(paths)}" for kind, paths in sorted(by_kind.items())
+    )
+    return f"{clear}, then commit or restore the files (git status shows them again)"
+
+
+def _trick(facts: RepoFacts, paths: Sequence[str]) -> Verdict | None:
+    """The refusals git status cannot give: content that is not HEAD's although status is
+    clean (a symlink out of the repository, an index bit, an ignored or excluded file)."""
+    gate = "committed"
+    outside = {p: facts.outside[p] for p in paths if p in facts.outside}
+    if outside:
+        links = _listed(f"{p} -> {t}" for p, t in outside.items())
+        first = next(iter(sorted(outside)))
+        return _refuse(
+            gate,
+            f"symlink leading out of the repository: {links}; what it reads is in no commit",
+            "replace the symlink with the file it points to and commit that (e.g. cp "
+            f'--remove-destination "$(readlink -f {shlex.quote(first)})" {shlex.quote(first)} '
+            f"&& git add {shlex.quote(first)} && git commit); name data outside the campaign by "
+            "its absolute path in the command instead",
+        )
+    flagged = {p: k for p, k in facts.flagged.items() if p not in BOOKKEEPING}
+    if flagged:
+        marks = _listed(f"{p} ({k})" for p, k in flagged.items())
+        return _refuse(
+            gate,
+            f"git status cannot see changes to {marks}: its index entry says so",
+            _flag_hint(flagged),
+        )
+    ruled = {p: facts.rules[p] for p in paths if p in facts.rules}
+    if ruled:
+        return _refuse(
+            gate,
+            f"ignored by git, so never committed: {_listed(f'{p} ({r})' for p, r in ruled.items())}",
+            "un-ignore it (drop or narrow that rule, or add a !rule after it), then git add "
+            f"{_quoted(ruled)} && git commit",
+        )
+    return None
+
+
+def _hidden(facts: RepoFacts, policy: Policy) -> Verdict | None:
+    hidden = sorted(p for p in facts.ignored if _watched(p.rstrip("/"), policy.globs))
+    if not hidden:
+        return None
+    return _refuse(
+        "committed",
+        f"ignored or excluded under {', '.join(d + '/' for d in WATCHED_DIRS)}: "
+        f"{_listed(hidden)} (a job may run them; git status does not show them)",
+        "commit them (drop the rule in .gitignore or .git/info/exclude, then git add "
+        f"{_quoted(hidden)} && git commit) or move them out of the campaign",
+    )
+
+
 def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
-    """What is submitted is what HEAD holds: the files named are committed and unchanged, no
-    other tracked file differs from HEAD (a job runs the checkout, not only its manifest), no
-    new file waits under manifests/, queues/, scripts/; with require_pushed, HEAD is pushed."""
+    """What is submitted is what HEAD holds, byte for byte: the files named (manifest, policy,
+    wrappers, configs, every file the commands name) are in HEAD and identical to it, none
+    through a symlink out of the repository, none with an index bit that hides its changes;
+    no other tracked file differs from HEAD (a job runs the checkout), no new or ignored file
+    waits under manifests/, queues/, scripts/; with require_pushed, HEAD is pushed."""
     gate = "committed"
     if not facts.is_repo:
         return _refuse(
@@ -112,6 +172,10 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
         )
     if facts.head is None:
         return _refuse(gate, "the repository has no commit yet", "git add -A && git commit")
+    paths = list(dict.fromkeys(paths))
+    trick = _trick(facts, paths)
+    if trick is not None:
+        return trick
     missing = [p for p in paths if p not in facts.tracked]
     if missing:
         return _refuse(
@@ -135,6 +199,9 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
             f"untracked under {', '.join(d + '/' for d in WATCHED_DIRS)}: {_listed(untracked)}",
             f"commit them (git add {_quoted(untracked)} && git commit) or remove them",
         )
+    hidden = _hidden(facts, policy)
+    if hidden is not None:
+        return hidden
     short = facts.head[:12]
     if not policy.require_pushed:
         return _ok(gate, f"HEAD {short} holds every file submitted")

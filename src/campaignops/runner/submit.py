@@ -21,7 +21,7 @@ from campaignops.checks import manifests as man_checks
 from campaignops.checks import queues as queue_checks
 from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.files import FileReader
-from campaignops.runner import backends, fingerprint, gates, gitfacts, plan, scheduler
+from campaignops.runner import backends, fingerprint, gates, gitfacts, named, plan, scheduler
 from campaignops.runner import ledger_writer as lw
 
 JOBS_DIR = ".campaign/jobs"
@@ -180,7 +180,15 @@ def submit(
     )
     if isinstance(doc.get("queue"), str) and doc["queue"] not in queue_files:
         queue_files = (*queue_files, doc["queue"])
-    paths = (manifest, layout.POLICY_FILE, page_rel, *wrappers, *queue_files, *configs)
+    paths = (
+        manifest,
+        layout.POLICY_FILE,
+        page_rel,
+        *wrappers,
+        *queue_files,
+        *configs,
+        *named.files_named(tasks, root),
+    )
     repo = gitfacts.repo_facts(root, paths)
     history = ledger.read(root)
     names = [j.spec.name for j in jobs]
