@@ -1,0 +1,304 @@
+"""repo_facts on real git repositories, and the committed gate's refusals of content git status
+does not show: a symlink out of the repository, index bits, ignored or excluded files."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaignops import yamldoc
+from campaignops.policy import Policy, from_data
+from campaignops.runner import gitfacts
+from campaignops.runner.gates import committed
+from campaignops.runner.gitfacts import ASSUME_UNCHANGED, SKIP_WORKTREE, Route, blob_id, route
+from tests.conftest import git
+
+MANIFEST = "manifests/smoke.yaml"
+PATHS = (MANIFEST, "campaign.yaml", "scripts/run_one.v1.sh", "configs/baseline.yaml")
+
+
+def policy_of(root: Path) -> Policy:
+    data = yamldoc.load((root / "campaign.yaml").read_text(), path="campaign.yaml")
+    return dataclasses.replace(from_data(data), require_pushed=False)
+
+
+def verdict(root: Path, paths: Sequence[str] = PATHS):  # type: ignore[no-untyped-def]
+    return committed(gitfacts.repo_facts(root, paths), paths=paths, policy=policy_of(root))
+
+
+def status(root: Path) -> str:
+    return git(root, "status", "--porcelain")
+
+
+def test_blob_id_is_gits_own(tmp_path: Path) -> None:
+    data = b"lr: 0.1\n\x00binary\n"
+    (tmp_path / "f").write_bytes(data)
+    want = subprocess.run(
+        ["git", "hash-object", "f"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert blob_id(data, sha256=False) == want
+    assert len(blob_id(data, sha256=True)) == 64
+
+
+def test_route_follows_links_inside_and_stops_at_the_way_out(tmp_path: Path) -> None:
+    top = tmp_path / "top"
+    (top / "shared").mkdir(parents=True)
+    (top / "shared" / "a.yaml").write_text("a\n")
+    (top / "camp").mkdir()
+    (top / "camp" / "a.yaml").symlink_to("../shared/a.yaml")
+    (top / "camp" / "cfg").symlink_to("../shared")
+    (top / "camp" / "abs.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    (top / "camp" / "up.yaml").symlink_to("../../elsewhere.yaml")
+    (top / "camp" / "loop").symlink_to("loop")
+    assert route(top, "camp/plain.yaml") == Route(real="camp/plain.yaml")
+    assert route(top, "camp/a.yaml") == Route(links=("camp/a.yaml",), real="shared/a.yaml")
+    assert route(top, "camp/cfg/a.yaml") == Route(links=("camp/cfg",), real="shared/a.yaml")
+    assert route(top, "camp/abs.yaml").escape == str(tmp_path / "elsewhere.yaml")
+    assert route(top, "camp/up.yaml") == Route(
+        links=("camp/up.yaml",), escape="../../elsewhere.yaml"
+    )
+    assert route(top, "camp/loop").escape == "loop"
+
+
+def test_a_clean_repository_holds_every_path(repo: Path) -> None:
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.tracked == set(PATHS)
+    assert (facts.dirty, facts.flagged, facts.outside, facts.rules) == (set(), {}, {}, {})
+    assert verdict(repo).passed
+
+
+def test_skip_worktree_hides_an_edit_from_status_not_from_the_gate(repo: Path) -> None:
+    (repo / MANIFEST).write_text((repo / MANIFEST).read_text() + "# edited after commit\n")
+    git(repo, "update-index", "--skip-worktree", MANIFEST)
+    assert status(repo) == ""  # what the gate used to trust
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.flagged == {MANIFEST: SKIP_WORKTREE}
+    assert MANIFEST in facts.dirty  # the bytes differ from HEAD's blob
+    refused = verdict(repo)
+    assert not refused.passed
+    assert refused.reason == (
+        "git status cannot see changes to manifests/smoke.yaml (skip-worktree): "
+        "its index entry says so"
+    )
+    assert refused.hint.startswith("git update-index --no-skip-worktree manifests/smoke.yaml, ")
+
+
+def test_assume_unchanged_is_refused_even_on_a_file_the_job_does_not_name(repo: Path) -> None:
+    (repo / "configs" / "no_aug.yaml").write_text("aug: true\n")
+    git(repo, "update-index", "--assume-unchanged", "configs/no_aug.yaml", MANIFEST)
+    assert status(repo) == ""
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.flagged == {
+        "configs/no_aug.yaml": ASSUME_UNCHANGED,
+        MANIFEST: ASSUME_UNCHANGED,
+    }
+    refused = verdict(repo)
+    assert not refused.passed
+    assert "configs/no_aug.yaml (assume-unchanged), manifests/smoke.yaml" in refused.reason
+    assert refused.hint.startswith(
+        "git update-index --no-assume-unchanged configs/no_aug.yaml manifests/smoke.yaml"
+    )
+
+
+def test_a_sparse_checkouts_absent_file_hides_nothing(repo: Path) -> None:
+    git(repo, "update-index", "--skip-worktree", "configs/no_aug.yaml")
+    (repo / "configs" / "no_aug.yaml").unlink()
+    assert gitfacts.repo_facts(repo, PATHS).flagged == {}
+    assert verdict(repo).passed
+
+
+def test_a_manifest_committed_as_a_symlink_out_of_the_repository(
+    repo: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere.yaml"
+    elsewhere.write_text((repo / MANIFEST).read_text())
+    (repo / MANIFEST).unlink()
+    (repo / MANIFEST).symlink_to(elsewhere)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "manifest kept elsewhere")
+    elsewhere.write_text(elsewhere.read_text() + "# edited where git never looks\n")
+    assert status(repo) == ""
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.outside == {MANIFEST: str(elsewhere)}
+    refused = verdict(repo)
+    assert not refused.passed
+    assert refused.reason == (
+        f"symlink leading out of the repository: {MANIFEST} -> {elsewhere}; "
+        "what it reads is in no commit"
+    )
+    assert "replace the symlink with the file it points to" in refused.hint
+
+
+def test_a_relative_symlink_climbing_out_is_refused_too(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("#!/bin/bash\necho outside\n")
+    (repo / "scripts" / "run_one.v1.sh").unlink()
+    (repo / "scripts" / "run_one.v1.sh").symlink_to("../../run.sh")
+    git(repo, "commit", "-qam", "wrapper kept elsewhere")
+    assert gitfacts.repo_facts(repo, PATHS).outside == {"scripts/run_one.v1.sh": "../../run.sh"}
+    assert not verdict(repo).passed
+
+
+def test_a_symlink_inside_the_repository_compares_what_it_leads_to(repo: Path) -> None:
+    (repo / "configs" / "current.yaml").symlink_to("baseline.yaml")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "current config")
+    paths = (*PATHS, "configs/current.yaml")
+    assert verdict(repo, paths).passed
+    (repo / "configs" / "baseline.yaml").write_text("lr: 9\n")
+    facts = gitfacts.repo_facts(repo, paths)
+    assert {"configs/current.yaml", "configs/baseline.yaml"} <= facts.dirty
+    # The link retargeted (same name, other file): its own blob differs from HEAD's.
+    git(repo, "checkout", "-q", "--", "configs/baseline.yaml")
+    (repo / "configs" / "current.yaml").unlink()
+    (repo / "configs" / "current.yaml").symlink_to("no_aug.yaml")
+    assert gitfacts.repo_facts(repo, ["configs/current.yaml"]).dirty == {"configs/current.yaml"}
+
+
+def test_a_file_replaced_by_a_symlink_to_a_tracked_twin_is_a_change(repo: Path) -> None:
+    (repo / "configs" / "no_aug.yaml").write_text((repo / "configs/baseline.yaml").read_text())
+    git(repo, "commit", "-qam", "twins")
+    (repo / "configs" / "no_aug.yaml").unlink()
+    (repo / "configs" / "no_aug.yaml").symlink_to("baseline.yaml")
+    assert "configs/no_aug.yaml" in gitfacts.repo_facts(repo, ["configs/no_aug.yaml"]).dirty
+
+
+def test_an_ignored_config_is_refused_with_the_rule_that_hides_it(repo: Path) -> None:
+    (repo / ".gitignore").write_text("runs/\n*.local.yaml\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore local configs")
+    (repo / "configs" / "gpu.local.yaml").write_text("lr: 1\n")
+    (repo / ".git" / "info" / "exclude").write_text("# mine\nconfigs/mine.yaml\n")
+    (repo / "configs" / "mine.yaml").write_text("lr: 2\n")
+    assert status(repo) == ""
+    paths = (*PATHS, "configs/gpu.local.yaml", "configs/mine.yaml")
+    facts = gitfacts.repo_facts(repo, paths)
+    assert facts.rules == {
+        "configs/gpu.local.yaml": ".gitignore:2: *.local.yaml",
+        "configs/mine.yaml": ".git/info/exclude:2: configs/mine.yaml",
+    }
+    refused = verdict(repo, paths)
+    assert not refused.passed
+    assert refused.reason == (
+        "ignored by git, so never committed: configs/gpu.local.yaml (.gitignore:2: "
+        "*.local.yaml), configs/mine.yaml (.git/info/exclude:2: configs/mine.yaml)"
+    )
+    assert refused.hint.endswith(
+        "then git add configs/gpu.local.yaml configs/mine.yaml && git commit"
+    )
+
+
+def test_an_untracked_config_named_by_the_command_is_not_committed(repo: Path) -> None:
+    (repo / "configs" / "fresh.yaml").write_text("lr: 3\n")
+    paths = (*PATHS, "configs/fresh.yaml")
+    facts = gitfacts.repo_facts(repo, paths)
+    assert "configs/fresh.yaml" not in facts.tracked and facts.rules == {}
+    assert verdict(repo, paths).reason == "not committed: configs/fresh.yaml"
+
+
+def test_a_negated_rule_does_not_count_as_ignored(repo: Path) -> None:
+    (repo / ".gitignore").write_text("configs/*.yaml\n!configs/keep.yaml\n")
+    (repo / "configs" / "keep.yaml").write_text("lr: 4\n")
+    facts = gitfacts.repo_facts(repo, (*PATHS, "configs/keep.yaml"))
+    assert facts.rules == {}
+
+
+@pytest.mark.parametrize(
+    ("rule", "hidden", "listed"),
+    [
+        ("scripts/helper.py", "scripts/helper.py", "scripts/helper.py"),
+        ("*.py", "scripts/helper.py", "scripts/helper.py"),
+        ("scripts/private/", "scripts/private/key.py", "scripts/private/"),
+    ],
+)
+def test_an_excluded_file_under_scripts_is_refused(
+    repo: Path, rule: str, hidden: str, listed: str
+) -> None:
+    (repo / ".git" / "info" / "exclude").write_text(rule + "\n")
+    (repo / hidden).parent.mkdir(exist_ok=True)
+    (repo / hidden).write_text("print('in no commit')\n")
+    assert status(repo) == ""
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.ignored == {listed}
+    refused = verdict(repo)
+    assert not refused.passed
+    assert refused.reason == (
+        f"ignored or excluded under manifests/, queues/, scripts/: {listed} "
+        "(a job may run them; git status does not show them)"
+    )
+    assert "drop the rule in .gitignore or .git/info/exclude" in refused.hint
+
+
+def test_ignored_outputs_outside_the_watched_directories_pass(repo: Path) -> None:
+    (repo / ".gitignore").write_text("runs/\n*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore outputs")
+    (repo / "runs" / "a" / "b").mkdir(parents=True)
+    (repo / "runs" / "a" / "b" / "metrics.json").write_text("{}\n")
+    (repo / "train.log").write_text("loss 1\n")
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.ignored == {"runs/", "train.log"}  # a directory once, not its files
+    assert verdict(repo).passed
+
+
+def test_a_staged_but_uncommitted_file_is_not_in_head(repo: Path) -> None:
+    (repo / "configs" / "staged.yaml").write_text("lr: 5\n")
+    git(repo, "add", "configs/staged.yaml")
+    paths = (*PATHS, "configs/staged.yaml")
+    assert verdict(repo, paths).reason == "not committed: configs/staged.yaml"
+
+
+def test_a_deleted_file_differs_from_head(repo: Path) -> None:
+    git(repo, "update-index", "--assume-unchanged", "configs/baseline.yaml")
+    (repo / "configs" / "baseline.yaml").unlink()
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert "configs/baseline.yaml" in facts.dirty
+    assert facts.flagged == {}  # absent: the bit hides nothing; the deletion is the change
+    assert verdict(repo).reason == "configs/baseline.yaml has uncommitted changes"
+
+
+def test_the_number_of_git_calls_does_not_grow_with_the_paths(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(300):
+        (repo / "configs" / f"c{i}.yaml").write_text(f"lr: {i}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many configs")
+    calls: list[Sequence[str]] = []
+    real = subprocess.run
+
+    def counting(argv: Sequence[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(gitfacts.subprocess, "run", counting)
+    few = gitfacts.repo_facts(repo, PATHS)
+    n_few = len(calls)
+    many = (*PATHS, *(f"configs/c{i}.yaml" for i in range(300)), "configs/missing.yaml")
+    facts = gitfacts.repo_facts(repo, many)
+    assert len(few.tracked) == 4 and len(facts.tracked) == 304
+    # status, ls-tree, ls-files; check-ignore only once a path is not in HEAD.
+    assert n_few == 3 and len(calls) - n_few == 4
+    assert calls[-1][-4:] == ["check-ignore", "-v", "-z", "--stdin"]
+
+
+def test_a_campaign_in_a_subdirectory_with_a_config_shared_above(tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    (top / "shared").mkdir(parents=True)
+    (top / "shared" / "base.yaml").write_text("lr: 1\n")
+    (top / "camp" / "configs").mkdir(parents=True)
+    (top / "camp" / "configs" / "base.yaml").symlink_to("../../shared/base.yaml")
+    git(top, "init", "-q")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "init")
+    facts = gitfacts.repo_facts(top / "camp", ["configs/base.yaml"])
+    assert facts.tracked == {"configs/base.yaml"} and facts.dirty == set()
+    (top / "shared" / "base.yaml").write_text("lr: 2\n")
+    git(top, "update-index", "--skip-worktree", "shared/base.yaml")
+    facts = gitfacts.repo_facts(top / "camp", ["configs/base.yaml"])
+    assert facts.dirty == {"configs/base.yaml"}
+    assert facts.flagged == {"configs/base.yaml": SKIP_WORKTREE}
