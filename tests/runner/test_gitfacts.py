@@ -233,6 +233,18 @@ def test_an_excluded_file_under_scripts_is_refused(
     assert "drop the rule in .gitignore or .git/info/exclude" in refused.hint
 
 
+def test_bytecode_caches_under_scripts_pass(repo: Path) -> None:
+    (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore caches")
+    (repo / "scripts" / "__pycache__").mkdir()
+    (repo / "scripts" / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"\x00")
+    (repo / "scripts" / "old.pyc").write_bytes(b"\x00")
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.ignored == {"scripts/__pycache__/", "scripts/old.pyc"}
+    assert verdict(repo).passed
+
+
 def test_ignored_outputs_outside_the_watched_directories_pass(repo: Path) -> None:
     (repo / ".gitignore").write_text("runs/\n*.log\n")
     git(repo, "add", ".gitignore")

@@ -27,6 +27,9 @@ BOOKKEEPING = frozenset({layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md"})
 # Untracked files here may be what a job runs (a new manifest, queue or script): refuse.
 WATCHED_DIRS = ("manifests", "queues", "scripts")
 WATCHED_KINDS = (layout.MANIFEST, layout.QUEUE, layout.WRAPPER)
+# Ignored there, yet no reason to refuse: caches tools derive from the committed sources.
+DERIVED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ipynb_checkpoints"})
+DERIVED_SUFFIXES = (".pyc", ".pyo", ".DS_Store")
 BREAKER_RUN = 3  # the seed's "3 consecutive same-error failures"
 MAX_LISTED = 5
 
@@ -145,7 +148,13 @@ def _trick(facts: RepoFacts, paths: Sequence[str]) -> Verdict | None:
 
 
 def _hidden(facts: RepoFacts, policy: Policy) -> Verdict | None:
-    hidden = sorted(p for p in facts.ignored if _watched(p.rstrip("/"), policy.globs))
+    hidden = sorted(
+        p
+        for p in facts.ignored
+        if _watched(p.rstrip("/"), policy.globs)
+        and not DERIVED_DIRS.intersection(p.split("/"))
+        and not p.endswith(DERIVED_SUFFIXES)
+    )
     if not hidden:
         return None
     return _refuse(

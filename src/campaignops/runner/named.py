@@ -29,10 +29,14 @@ from pathlib import Path
 
 # Words no file is named by: operators and the shell's own words.
 _PUNCTUATION = frozenset(";&|<>()")
+# Characters that make shell words differ from whitespace-separated ones.
+_SPECIAL = _PUNCTUATION | frozenset("'\"\\")
 
 
 def words(command: str) -> list[str]:
     """The shell words of ``command``; operators (``&&``, ``>``, ``;``) are their own words."""
+    if not _SPECIAL.intersection(command):
+        return command.split()  # the same words, without shlex's per-character loop
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""  # bash reads a#b as one word; a comment naming a file is kept too
