@@ -264,13 +264,28 @@ def test_a_staged_but_uncommitted_file_is_not_in_head(repo: Path) -> None:
     assert verdict(repo, paths).reason == "not committed: configs/staged.yaml"
 
 
-def test_a_deleted_file_differs_from_head(repo: Path) -> None:
+def test_a_deleted_file_hidden_by_assume_unchanged(repo: Path) -> None:
     git(repo, "update-index", "--assume-unchanged", "configs/baseline.yaml")
     (repo / "configs" / "baseline.yaml").unlink()
+    assert status(repo) == ""
     facts = gitfacts.repo_facts(repo, PATHS)
     assert "configs/baseline.yaml" in facts.dirty
-    assert facts.flagged == {}  # absent: the bit hides nothing; the deletion is the change
+    assert facts.flagged == {"configs/baseline.yaml": ASSUME_UNCHANGED}  # it hides the deletion
+    assert "configs/baseline.yaml (assume-unchanged)" in verdict(repo).reason
+    git(repo, "update-index", "--no-assume-unchanged", "configs/baseline.yaml")
     assert verdict(repo).reason == "configs/baseline.yaml has uncommitted changes"
+
+
+def test_a_skip_worktree_bit_on_a_path_the_job_names_is_refused_even_when_absent(
+    repo: Path,
+) -> None:
+    git(repo, "update-index", "--skip-worktree", "configs/no_aug.yaml")
+    (repo / "configs" / "no_aug.yaml").unlink()
+    paths = (*PATHS, "configs/no_aug.yaml")
+    facts = gitfacts.repo_facts(repo, paths)
+    assert facts.flagged == {"configs/no_aug.yaml": SKIP_WORKTREE}
+    assert facts.converted == set()
+    assert "configs/no_aug.yaml (skip-worktree)" in verdict(repo, paths).reason
 
 
 def test_the_number_of_git_calls_does_not_grow_with_the_paths(
@@ -314,3 +329,58 @@ def test_a_campaign_in_a_subdirectory_with_a_config_shared_above(tmp_path: Path)
     facts = gitfacts.repo_facts(top / "camp", ["configs/base.yaml"])
     assert facts.dirty == {"configs/base.yaml"}
     assert facts.flagged == {"configs/base.yaml": SKIP_WORKTREE}
+
+
+def test_a_crlf_file_git_status_calls_clean_is_refused_as_converted(repo: Path) -> None:
+    """.gitattributes says eol=lf: git stores LF and, once the CRLF file is added, calls it
+    clean; the job would still run the CRLF bytes ($'\\r': command not found)."""
+    (repo / ".gitattributes").write_text("*.sh text eol=lf\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "LF scripts")
+    wrapper = repo / "scripts" / "run_one.v1.sh"
+    wrapper.write_bytes(wrapper.read_bytes().replace(b"\n", b"\r\n"))
+    git(repo, "add", "scripts/run_one.v1.sh")
+    assert status(repo) == ""
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.converted == {"scripts/run_one.v1.sh"} <= facts.dirty
+    refused = verdict(repo)
+    assert refused.reason == (
+        "scripts/run_one.v1.sh differ from HEAD byte for byte, though git status calls them "
+        "clean: git converts them on the way in (line endings, a clean filter)"
+    )
+    assert refused.hint.startswith(
+        "write HEAD's bytes back (rm scripts/run_one.v1.sh && git checkout -- "
+        "scripts/run_one.v1.sh)"
+    )
+    # What the hint says works.
+    wrapper.unlink()
+    git(repo, "checkout", "--", "scripts/run_one.v1.sh")
+    assert verdict(repo).passed
+
+
+POINTER_FILTER = """\
+import hashlib, sys
+data = sys.stdin.buffer.read()
+sys.stdout.write("version https://git-lfs.github.com/spec/v1\\n"
+                 f"oid sha256:{hashlib.sha256(data).hexdigest()}\\nsize {len(data)}\\n")
+"""
+
+
+def test_a_git_lfs_file_is_compared_with_the_content_its_pointer_names(repo: Path) -> None:
+    """git-lfs is not installed here: its clean filter (content in, pointer out) is five lines
+    of Python, configured as git-lfs configures its own."""
+    (repo.parent / "lfs_clean.py").write_text(POINTER_FILTER)
+    git(repo, "config", "filter.lfs.clean", f"python3 {repo.parent / 'lfs_clean.py'}")
+    (repo / ".gitattributes").write_text("*.bin filter=lfs -text\n")
+    (repo / "weights.bin").write_bytes(b"\x00\x01weights" * 50)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "weights in LFS")
+    blob = git(repo, "cat-file", "-p", "HEAD:weights.bin")
+    assert blob.startswith("version https://git-lfs.github.com/spec/v1\n")
+    paths = (*PATHS, "weights.bin")
+    facts = gitfacts.repo_facts(repo, paths)
+    assert "weights.bin" in facts.tracked and facts.dirty == set()
+    assert verdict(repo, paths).passed
+    (repo / "weights.bin").write_bytes(b"\x00\x01other!!" * 50)
+    git(repo, "update-index", "--assume-unchanged", "weights.bin")
+    assert "weights.bin" in gitfacts.repo_facts(repo, paths).dirty

@@ -192,6 +192,16 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
             f"not committed: {_listed(missing)}",
             f"commit: git add {_quoted(missing)} && git commit",
         )
+    converted = sorted(facts.converted - BOOKKEEPING)
+    if converted:
+        return _refuse(
+            gate,
+            f"{_listed(converted)} differ from HEAD byte for byte, though git status calls "
+            "them clean: git converts them on the way in (line endings, a clean filter)",
+            f"write HEAD's bytes back (rm {_quoted(converted)} && git checkout -- "
+            f"{_quoted(converted)}); if the job should run these bytes, turn the conversion "
+            "off for them in .gitattributes (-text) and commit them",
+        )
     dirty = sorted(facts.dirty - BOOKKEEPING)
     if dirty:
         verb = "has" if len(dirty) == 1 else "have"

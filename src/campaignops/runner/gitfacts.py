@@ -22,6 +22,9 @@ from campaignops.errors import GitError
 SKIP_WORKTREE = "skip-worktree"
 ASSUME_UNCHANGED = "assume-unchanged"
 LINK_MODE = "120000"
+# A Git LFS pointer: HEAD holds this text, the working tree the content it names by sha256.
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\n"
+POINTER_MAX = 1024  # git-lfs's own limit on what it reads as a pointer
 MAX_LINKS = 40  # the kernel's own limit on symlinks followed in one path
 
 
@@ -44,6 +47,9 @@ class RepoFacts:
     # Files present in the working tree whose index entry hides changes from git status:
     # path -> SKIP_WORKTREE or ASSUME_UNCHANGED.
     flagged: Mapping[str, str] = field(default_factory=dict)
+    # Of the dirty paths asked about, those git status calls clean: git converts them on the
+    # way in (line endings, a clean filter), so the job would run bytes no commit holds.
+    converted: frozenset[str] = frozenset()
     # Paths asked about that are (or pass through) a symlink leading out of the repository:
     # path -> the link's target as written.
     outside: Mapping[str, str] = field(default_factory=dict)
@@ -117,20 +123,67 @@ def route(top: Path, rel: str) -> Route:
     return Route(links=tuple(links), real="/".join(done))
 
 
-def _same(top: Path, rel: str, entry: tuple[str, str], *, sha256: bool) -> bool:
-    """Whether the working tree holds at ``rel`` exactly HEAD's entry (mode kind and bytes)."""
-    mode, sha = entry
-    here = top / rel
+@dataclass(frozen=True)
+class Entry:
+    """A blob in HEAD's tree."""
+
+    mode: str
+    sha: str
+    size: int
+
+
+def _read(here: Path) -> tuple[bytes, bool] | None:
+    """The bytes at ``here`` and whether it is a symlink (its target's text), or None."""
     try:
         if here.is_symlink():
-            data, is_link = os.fsencode(here.readlink()), True
-        elif here.is_file():
-            data, is_link = here.read_bytes(), False
-        else:
-            return False  # deleted, or a directory now
+            return os.fsencode(here.readlink()), True
+        if here.is_file():
+            return here.read_bytes(), False
     except OSError:
+        pass
+    return None  # deleted, or a directory now
+
+
+def _same(top: Path, rel: str, entry: Entry, *, sha256: bool) -> bool:
+    """Whether the working tree holds at ``rel`` exactly HEAD's entry (mode kind and bytes)."""
+    found = _read(top / rel)
+    if found is None:
         return False
-    return (mode == LINK_MODE) == is_link and blob_id(data, sha256=sha256) == sha
+    data, is_link = found
+    return (entry.mode == LINK_MODE) == is_link and blob_id(data, sha256=sha256) == entry.sha
+
+
+def _pointers(top: Path, entries: Iterable[Entry]) -> dict[str, tuple[str, int]]:
+    """Of small blobs, the Git LFS pointers: blob id -> (content sha256, size). One call."""
+    shas = sorted({e.sha for e in entries if e.size <= POINTER_MAX})
+    if not shas:
+        return {}
+    out = _git(top, "cat-file", "--batch", stdin="".join(s + "\n" for s in shas).encode())
+    found: dict[str, tuple[str, int]] = {}
+    at = 0
+    while at < len(out):
+        header, _, rest = out[at:].partition(b"\n")
+        sha, _, size = header.decode().rpartition(" ")
+        if not size.isdigit():  # "<id> missing": HEAD's own blobs never are
+            break
+        body = rest[: int(size)]
+        at += len(header) + 1 + int(size) + 1
+        if not body.startswith(LFS_POINTER):
+            continue
+        keys = dict(line.split(" ", 1) for line in body.decode().splitlines()[1:] if " " in line)
+        oid, count = keys.get("oid", ""), keys.get("size", "")
+        if oid.startswith("sha256:") and count.isdigit():
+            found[sha.split(" ")[0]] = (oid[len("sha256:") :], int(count))
+    return found
+
+
+def _lfs_same(top: Path, rel: str, pointer: tuple[str, int]) -> bool:
+    """Whether the working tree holds at ``rel`` the content an LFS pointer names."""
+    found = _read(top / rel)
+    if found is None or found[1]:
+        return False
+    oid, size = pointer
+    return len(found[0]) == size and hashlib.sha256(found[0]).hexdigest() == oid
 
 
 def _status(top: Path, spec: str) -> list[tuple[str, str]]:
@@ -151,25 +204,30 @@ def _status(top: Path, spec: str) -> list[tuple[str, str]]:
 
 def _flags(top: Path, specs: Sequence[str]) -> dict[str, str]:
     """Index entries whose changes git status does not look at ("S": skip-worktree, a
-    lowercase tag: assume-unchanged), among files present in the working tree: a sparse
-    checkout's skip-worktree files are absent, and hide nothing."""
+    lowercase tag: assume-unchanged)."""
     out: dict[str, str] = {}
     for entry in _fields(_git(top, "ls-files", "-v", "-z", "--", *specs)):
         tag, rel = entry[:1], entry[2:]
         kind = SKIP_WORKTREE if tag == "S" else ASSUME_UNCHANGED if tag.islower() else None
-        if kind and os.path.lexists(top / rel):
+        if kind:
             out[rel] = kind
     return out
 
 
-def _tree(top: Path, specs: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """HEAD's entries under ``specs``: path -> (mode, blob id)."""
-    out: dict[str, tuple[str, str]] = {}
-    for line in _fields(_git(top, "ls-tree", "-r", "-z", "HEAD", "--", *specs)):
+def _hiding(top: Path, rel: str, kind: str) -> bool:
+    # A sparse checkout's skip-worktree files are absent: they hide nothing. An absent file
+    # marked assume-unchanged hides its deletion.
+    return kind == ASSUME_UNCHANGED or os.path.lexists(top / rel)
+
+
+def _tree(top: Path, specs: Sequence[str]) -> dict[str, Entry]:
+    """HEAD's blobs under ``specs``, by path."""
+    out: dict[str, Entry] = {}
+    for line in _fields(_git(top, "ls-tree", "-r", "-l", "-z", "HEAD", "--", *specs)):
         meta, _, rel = line.partition("\t")
-        mode, kind, sha = meta.split(" ")
+        mode, kind, sha, size = meta.split()  # the size is right-aligned: split on any run
         if kind == "blob":
-            out[rel] = (mode, sha)
+            out[rel] = Entry(mode=mode, sha=sha, size=int(size))
     return out
 
 
@@ -231,17 +289,35 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
     tree = _tree(top, specs)
     flags = _flags(top, specs)
     sha256 = len(head) == 64
-    tracked: set[str] = set()
-    flagged = {rel: kind for q, kind in flags.items() if (rel := inside(q)) is not None}
-    for rel, qs in reads.items():
-        if not all(q in tree for q in qs):
-            continue
-        tracked.add(rel)
-        if not all(_same(top, q, tree[q], sha256=sha256) for q in qs):
-            dirty.add(rel)
+    # Any file of the campaign whose index bit hides a change; any bit on a path asked about.
+    flagged = {
+        rel: kind
+        for q, kind in flags.items()
+        if (rel := inside(q)) is not None and _hiding(top, q, kind)
+    }
+    tracked = {rel for rel, qs in reads.items() if all(q in tree for q in qs)}
+    compared = {q for rel in tracked for q in reads[rel]}
+    same = {q: _same(top, q, tree[q], sha256=sha256) for q in compared}
+    # A blob that differs may be an LFS pointer to exactly these bytes: one more call, if any.
+    pointers = _pointers(top, (tree[q] for q, ok in same.items() if not ok))
+    for q, ok in same.items():
+        if not ok and tree[q].sha in pointers:
+            same[q] = _lfs_same(top, q, pointers[tree[q].sha])
+    listed = set(dirty)  # what git status says, before the byte comparison adds to it
+    converted: set[str] = set()
+    for rel in sorted(tracked):
+        qs = reads[rel]
         for q in qs:
             if q in flags:
                 flagged[rel] = flags[q]
+        if all(same[q] for q in qs):
+            continue
+        dirty.add(rel)
+        if rel not in flagged and all(
+            (c := inside(q)) is not None and c not in listed and os.path.lexists(top / q)
+            for q in qs
+        ):
+            converted.add(rel)
     strays = {routes[rel].real or "": rel for rel in reads if rel not in tracked}
     rules = {strays[q]: rule for q, rule in _ignore_rules(top, sorted(strays)).items()}
     branch = upstream = None
@@ -266,6 +342,7 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
         ignored=frozenset(ignored),
         rules=rules,
         flagged=flagged,
+        converted=frozenset(converted),
         outside=outside,
         upstream=upstream,
         upstream_contains_head=contains,
