@@ -4,6 +4,7 @@ does not show: a symlink out of the repository, index bits, ignored or excluded 
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -343,10 +344,11 @@ def test_a_crlf_file_git_status_calls_clean_is_refused_as_converted(repo: Path) 
     assert status(repo) == ""
     facts = gitfacts.repo_facts(repo, PATHS)
     assert facts.converted == {"scripts/run_one.v1.sh"} <= facts.dirty
+    assert facts.unseen == set()
     refused = verdict(repo)
     assert refused.reason == (
-        "scripts/run_one.v1.sh differ from HEAD byte for byte, though git status calls them "
-        "clean: git converts them on the way in (line endings, a clean filter)"
+        "scripts/run_one.v1.sh differs from HEAD byte for byte, though git status calls it "
+        "clean: git converts it on the way in (line endings, a clean filter)"
     )
     assert refused.hint.startswith(
         "write HEAD's bytes back (rm scripts/run_one.v1.sh && git checkout -- "
@@ -384,3 +386,34 @@ def test_a_git_lfs_file_is_compared_with_the_content_its_pointer_names(repo: Pat
     (repo / "weights.bin").write_bytes(b"\x00\x01other!!" * 50)
     git(repo, "update-index", "--assume-unchanged", "weights.bin")
     assert "weights.bin" in gitfacts.repo_facts(repo, paths).dirty
+
+
+def test_an_edit_that_keeps_size_and_mtime_fools_git_status_not_the_gate(repo: Path) -> None:
+    """With core.trustctime off (shared filesystems), git status trusts size and mtime: an
+    edit of the same size with the old mtime put back is invisible to it."""
+    git(repo, "config", "core.trustctime", "false")
+    config = repo / "configs" / "baseline.yaml"
+    old = 1_600_000_000
+    os.utime(config, (old, old))
+    git(repo, "add", "configs/baseline.yaml")  # the index records the old mtime
+    git(repo, "commit", "-qm", "an old config", "--allow-empty")
+    text = config.read_bytes()
+    config.write_bytes(text[:-2] + (b"9\n" if text[-2:] != b"9\n" else b"8\n"))
+    os.utime(config, (old, old))
+    assert status(repo) == ""
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.unseen == {"configs/baseline.yaml"} <= facts.dirty
+    assert facts.converted == set()
+    refused = verdict(repo)
+    assert refused.reason == (
+        "configs/baseline.yaml changed since HEAD, though git status calls it clean (it "
+        "trusts its unchanged size and modification time)"
+    )
+    # What the hint says works: touched, git sees the change, and commits it.
+    assert refused.hint.startswith("touch configs/baseline.yaml so that git reads it again")
+    git(repo, "add", "configs/baseline.yaml")
+    assert status(repo) == ""  # git add trusted the stat data too
+    config.touch()
+    git(repo, "add", "configs/baseline.yaml")
+    git(repo, "commit", "-qm", "the edit, committed")
+    assert verdict(repo).passed

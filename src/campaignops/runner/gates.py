@@ -194,13 +194,25 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
         )
     converted = sorted(facts.converted - BOOKKEEPING)
     if converted:
+        one = len(converted) == 1
         return _refuse(
             gate,
-            f"{_listed(converted)} differ from HEAD byte for byte, though git status calls "
-            "them clean: git converts them on the way in (line endings, a clean filter)",
+            f"{_listed(converted)} {'differs' if one else 'differ'} from HEAD byte for byte, "
+            f"though git status calls {'it' if one else 'them'} clean: git converts "
+            f"{'it' if one else 'them'} on the way in (line endings, a clean filter)",
             f"write HEAD's bytes back (rm {_quoted(converted)} && git checkout -- "
             f"{_quoted(converted)}); if the job should run these bytes, turn the conversion "
             "off for them in .gitattributes (-text) and commit them",
+        )
+    unseen = sorted(facts.unseen - BOOKKEEPING)
+    if unseen:
+        it, its = ("it", "its") if len(unseen) == 1 else ("them", "their")
+        return _refuse(
+            gate,
+            f"{_listed(unseen)} changed since HEAD, though git status calls {it} clean (it "
+            f"trusts {its} unchanged size and modification time)",
+            f"touch {_quoted(unseen)} so that git reads {it} again, then commit (git add "
+            f"{_quoted(unseen)} && git commit) or restore HEAD's (git restore {_quoted(unseen)})",
         )
     dirty = sorted(facts.dirty - BOOKKEEPING)
     if dirty:

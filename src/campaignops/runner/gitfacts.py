@@ -50,6 +50,9 @@ class RepoFacts:
     # Of the dirty paths asked about, those git status calls clean: git converts them on the
     # way in (line endings, a clean filter), so the job would run bytes no commit holds.
     converted: frozenset[str] = frozenset()
+    # The others git status calls clean: changed with their size and time kept (status trusts
+    # them; so does git add, until the file is touched).
+    unseen: frozenset[str] = frozenset()
     # Paths asked about that are (or pass through) a symlink leading out of the repository:
     # path -> the link's target as written.
     outside: Mapping[str, str] = field(default_factory=dict)
@@ -186,6 +189,23 @@ def _lfs_same(top: Path, rel: str, pointer: tuple[str, int]) -> bool:
     return len(found[0]) == size and hashlib.sha256(found[0]).hexdigest() == oid
 
 
+def _converted(
+    top: Path, quiet: Mapping[str, Sequence[str]], tree: Mapping[str, Entry]
+) -> frozenset[str]:
+    """Of the paths whose files differ from HEAD while git status is silent, those git's own
+    conversion (line endings, a clean filter) turns into HEAD's blob. The others changed with
+    their size and time kept, which status trusts. One call, only when there are any."""
+    files = sorted({q for qs in quiet.values() for q in qs if "\n" not in q})  # one a line
+    if not files:
+        return frozenset()
+    data = b"".join(os.fsencode(q) + b"\n" for q in files)
+    ids = _git(top, "hash-object", "--stdin-paths", stdin=data).decode().split()
+    stored = dict(zip(files, ids, strict=True))
+    return frozenset(
+        rel for rel, qs in quiet.items() if all(stored.get(q) == tree[q].sha for q in qs)
+    )
+
+
 def _status(top: Path, spec: str) -> list[tuple[str, str]]:
     # Porcelain v1 with -z: "XY path\0", paths relative to the top; no renames, so one field.
     out = _git(
@@ -304,7 +324,7 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
         if not ok and tree[q].sha in pointers:
             same[q] = _lfs_same(top, q, pointers[tree[q].sha])
     listed = set(dirty)  # what git status says, before the byte comparison adds to it
-    converted: set[str] = set()
+    quiet: dict[str, list[str]] = {}  # differing although status is silent: rel -> files
     for rel in sorted(tracked):
         qs = reads[rel]
         for q in qs:
@@ -317,7 +337,8 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
             (c := inside(q)) is not None and c not in listed and os.path.lexists(top / q)
             for q in qs
         ):
-            converted.add(rel)
+            quiet[rel] = [q for q in qs if not same[q]]
+    converted = _converted(top, quiet, tree)
     strays = {routes[rel].real or "": rel for rel in reads if rel not in tracked}
     rules = {strays[q]: rule for q, rule in _ignore_rules(top, sorted(strays)).items()}
     branch = upstream = None
@@ -342,7 +363,8 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
         ignored=frozenset(ignored),
         rules=rules,
         flagged=flagged,
-        converted=frozenset(converted),
+        converted=converted,
+        unseen=frozenset(quiet) - converted,
         outside=outside,
         upstream=upstream,
         upstream_contains_head=contains,
