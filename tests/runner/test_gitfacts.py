@@ -125,14 +125,14 @@ def test_a_manifest_committed_as_a_symlink_out_of_the_repository(
     elsewhere.write_text(elsewhere.read_text() + "# edited where git never looks\n")
     assert status(repo) == ""
     facts = gitfacts.repo_facts(repo, PATHS)
-    assert facts.outside == {MANIFEST: str(elsewhere)}
+    assert facts.outside == {MANIFEST: (MANIFEST, str(elsewhere))}
     refused = verdict(repo)
     assert not refused.passed
     assert refused.reason == (
         f"symlink leading out of the repository: {MANIFEST} -> {elsewhere}; "
         "what it reads is in no commit"
     )
-    assert "replace the symlink with the file it points to" in refused.hint
+    assert "replace the symlink with a copy of what it points to" in refused.hint
 
 
 def test_a_relative_symlink_climbing_out_is_refused_too(repo: Path, tmp_path: Path) -> None:
@@ -140,8 +140,37 @@ def test_a_relative_symlink_climbing_out_is_refused_too(repo: Path, tmp_path: Pa
     (repo / "scripts" / "run_one.v1.sh").unlink()
     (repo / "scripts" / "run_one.v1.sh").symlink_to("../../run.sh")
     git(repo, "commit", "-qam", "wrapper kept elsewhere")
-    assert gitfacts.repo_facts(repo, PATHS).outside == {"scripts/run_one.v1.sh": "../../run.sh"}
-    assert not verdict(repo).passed
+    wrapper = "scripts/run_one.v1.sh"
+    assert gitfacts.repo_facts(repo, PATHS).outside == {wrapper: (wrapper, "../../run.sh")}
+    refused = verdict(repo)
+    assert refused.reason.startswith(f"symlink leading out of the repository: {wrapper} -> ")
+    # What the hint says works.
+    fix = refused.hint.split("(", 1)[1].split(")", 1)[0]
+    subprocess.run(fix, shell=True, cwd=repo, check=True)
+    assert not (repo / wrapper).is_symlink()
+    git(repo, "add", wrapper)
+    git(repo, "commit", "-qm", "the wrapper itself")
+    assert verdict(repo).passed
+
+
+def test_a_directory_symlink_out_of_the_repository_is_named_with_the_path(
+    repo: Path, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared-configs"
+    shared.mkdir()
+    (shared / "big.yaml").write_text("lr: 1\n")
+    (repo / "configs" / "shared").symlink_to(shared)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "configs kept outside")
+    paths = (*PATHS, "configs/shared/big.yaml")
+    facts = gitfacts.repo_facts(repo, paths)
+    assert facts.outside == {"configs/shared/big.yaml": ("configs/shared", str(shared))}
+    refused = verdict(repo, paths)
+    assert refused.reason == (
+        "symlink leading out of the repository: configs/shared/big.yaml (through "
+        f"configs/shared -> {shared}); what it reads is in no commit"
+    )
+    assert "cp -RL configs/shared configs/shared.copy" in refused.hint
 
 
 def test_a_symlink_inside_the_repository_compares_what_it_leads_to(repo: Path) -> None:

@@ -68,7 +68,7 @@ def test_a_manifest_committed_as_a_symlink_to_a_file_outside_then_edited_there(
     outside.write_text(outside.read_text().replace("epochs: 2", "epochs: 3"))
     assert git(camp, "status", "--porcelain") == ""
     result = refused(run, camp, GRID, f"{GRID} -> {outside}", "out of the repository")
-    assert "replace the symlink with the file it points to" in result.err
+    assert "replace the symlink with a copy of what it points to" in result.err
 
 
 def test_a_wrapper_committed_as_a_relative_symlink_leaving_the_repository(

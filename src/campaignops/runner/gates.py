@@ -118,15 +118,17 @@ def _trick(facts: RepoFacts, paths: Sequence[str]) -> Verdict | None:
     gate = "committed"
     outside = {p: facts.outside[p] for p in paths if p in facts.outside}
     if outside:
-        links = _listed(f"{p} -> {t}" for p, t in outside.items())
-        first = next(iter(sorted(outside)))
+        links = _listed(
+            f"{p} -> {t}" if p == link else f"{p} (through {link} -> {t})"
+            for p, (link, t) in outside.items()
+        )
+        link = shlex.quote(outside[min(outside)][0])
         return _refuse(
             gate,
             f"symlink leading out of the repository: {links}; what it reads is in no commit",
-            "replace the symlink with the file it points to and commit that (e.g. cp "
-            f'--remove-destination "$(readlink -f {shlex.quote(first)})" {shlex.quote(first)} '
-            f"&& git add {shlex.quote(first)} && git commit); name data outside the campaign by "
-            "its absolute path in the command instead",
+            f"replace the symlink with a copy of what it points to (cp -RL {link} {link}.copy "
+            f"&& rm {link} && mv {link}.copy {link}), then git add {link} && git commit; name "
+            "data outside the campaign by its absolute path in the command instead",
         )
     flagged = {p: k for p, k in facts.flagged.items() if p not in BOOKKEEPING}
     if flagged:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,8 +55,8 @@ class RepoFacts:
     # them; so does git add, until the file is touched).
     unseen: frozenset[str] = frozenset()
     # Paths asked about that are (or pass through) a symlink leading out of the repository:
-    # path -> the link's target as written.
-    outside: Mapping[str, str] = field(default_factory=dict)
+    # path -> (that symlink, relative to the campaign root; its target as written).
+    outside: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     upstream: str | None = None  # e.g. origin/main
     upstream_contains_head: bool | None = None  # None: no upstream configured
 
@@ -301,7 +302,11 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
     head = repo.head.commit.hexsha
     asked = list(dict.fromkeys(paths))
     routes = {rel: route(top, lead + rel) for rel in asked}
-    outside = {rel: r.escape for rel, r in routes.items() if r.escape is not None}
+    outside = {
+        rel: (posixpath.relpath(r.links[-1], prefix) if r.links else rel, r.escape)
+        for rel, r in routes.items()
+        if r.escape is not None
+    }
     # What each path reads: every link on its way, and where it ends.
     reads = {rel: (*r.links, r.real) for rel, r in routes.items() if r.escape is None and r.real}
     beyond = sorted({q for qs in reads.values() for q in qs if inside(q) is None})
