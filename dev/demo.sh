@@ -48,7 +48,7 @@ for _ in $(seq 1 30); do
   sleep 2
 done
 campaign status
-echo "grid outputs:  $(find runs/example -name metrics.json | sort | tr '\n' ' ')"
+echo "grid outputs:  $(find runs/smoke/example -name metrics.json | sort | tr '\n' ' ')"
 echo "queue outputs: $(find runs/smoke -name cell.json | sort | tr '\n' ' ')"
 
 echo

@@ -92,8 +92,39 @@ class Job:
 
     @property
     def exit_code(self) -> int | None:
-        value = self.record.get("exit_code")
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return _int(self.record.get("exit_code"))
+
+    def index_of(self, target: str) -> int | None:
+        """The array index that runs ``target`` (its place in ``targets``), or None."""
+        try:
+            return self.targets.index(target)
+        except ValueError:
+            return None
+
+    def task(self, target: str) -> Task | None:
+        """``target``'s own outcome in this job: its array task's record, else (a job of one
+        target, or a record from before per-task states) the job's own fields."""
+        index = self.index_of(target)
+        if index is None:
+            return None
+        tasks = self.record.get("tasks")
+        own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
+        if isinstance(own, Mapping) and isinstance(own.get("state"), str):
+            return Task.of(index, own)
+        if len(self.targets) == 1 or not isinstance(tasks, Mapping):
+            return Task.of(index, self.record)
+        # An array with per-task records that has none for this task yet: as its job says,
+        # unless the job has ended (then this task's end is not known: UNKNOWN).
+        state = self.state
+        return Task(index=index, state="UNKNOWN" if state in _ENDED else state)
+
+    def target_fingerprint(self, target: str) -> str | None:
+        """The fingerprint ``target`` had when this job was submitted, where it is recorded
+        per target (or the job has one target)."""
+        by_target = self.record.get("fingerprints")
+        if isinstance(by_target, Mapping) and isinstance(by_target.get(target), str):
+            return str(by_target[target])
+        return self.text("fingerprint") if self.targets == (target,) else None
 
     def queue_wait(self) -> float | None:
         """Seconds between submission and start: recorded, else derived from the timestamps."""
@@ -107,6 +138,60 @@ class Job:
         """Submission time (the first record's time until one is known), then ledger_id."""
         when = parse_time(self.text("submitted")) or parse_time(self.first_time)
         return (when or _NEVER, self.ledger_id)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One target's outcome within a job: its array task's state, exit code, times, usage."""
+
+    index: int
+    state: str | None
+    exit_code: int | None = None
+    reason: str | None = None
+    signature: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    run_time_s: float | None = None
+    max_rss: str | None = None
+    req_mem: str | None = None
+
+    @classmethod
+    def of(cls, index: int, fields: Mapping[str, Any]) -> Task:
+        def text(key: str) -> str | None:
+            value = fields.get(key)
+            return value if isinstance(value, str) else None
+
+        run = fields.get("run_time_s")
+        return cls(
+            index=index,
+            state=text("state"),
+            exit_code=_int(fields.get("exit_code")),
+            reason=text("reason"),
+            signature=text("signature"),
+            started=text("started"),
+            ended=text("ended"),
+            run_time_s=float(run) if isinstance(run, (int, float)) and run >= 0 else None,
+            max_rss=text("max_rss"),
+            req_mem=text("req_mem"),
+        )
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "COMPLETED" and self.exit_code in (0, None)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in _ENDED
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# The scheduler's final states (runner.spec.FINISHED, repeated: this module stays runner-free).
+_ENDED = frozenset(
+    {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +257,21 @@ def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
     for rec in records:
         target = merged.setdefault(str(rec["ledger_id"]), {})
-        target.update((k, v) for k, v in rec.items() if v is not None)
+        for key, value in rec.items():
+            if value is None:
+                continue
+            if key == "tasks" and isinstance(value, Mapping):
+                # Per-task records merge task by task, field by field, like whole records.
+                known = target.get("tasks")
+                tasks = dict(known) if isinstance(known, Mapping) else {}
+                for index, fields in value.items():
+                    if isinstance(fields, Mapping):
+                        old = tasks.get(index)
+                        base = dict(old) if isinstance(old, Mapping) else {}
+                        tasks[index] = base | {k: v for k, v in fields.items() if v is not None}
+                target["tasks"] = tasks
+            else:
+                target[key] = value
     return merged
 
 
@@ -225,3 +324,16 @@ def read(root: Path) -> Ledger:
             hint="check permissions",
         ) from None
     return parse(decode(data))
+
+
+def latest_attempts(jobs: Iterable[Job], stage: str) -> dict[str, Task]:
+    """Each target's own outcome in its latest job at ``stage`` (jobs in submission order)."""
+    latest: dict[str, Task] = {}
+    for job in sorted(jobs, key=Job.sort_key):
+        if job.stage != stage:
+            continue
+        for target in job.targets:
+            task = job.task(target)
+            if task is not None:
+                latest[target] = task
+    return latest

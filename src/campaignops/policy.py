@@ -28,6 +28,7 @@ class Policy:
     require_smoke: bool = True
     requeue: bool = False
     warning_seconds: int | None = None
+    smoke_max_minutes: int | None = None
     globs: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
     )
@@ -60,10 +61,16 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
     notify = data.get("notify_email")
     smoke = data.get("smoke_backend")
     warning = stages.get("warning_seconds") if isinstance(stages, dict) else None
+    smoke_max = stages.get("smoke_max_minutes") if isinstance(stages, dict) else None
     return Policy(
         require_smoke=not (isinstance(stages, dict) and stages.get("require_smoke") is False),
         requeue=isinstance(stages, dict) and stages.get("requeue") is True,
         warning_seconds=warning if isinstance(warning, int) and warning > 0 else None,
+        smoke_max_minutes=(
+            smoke_max
+            if isinstance(smoke_max, int) and not isinstance(smoke_max, bool) and smoke_max > 0
+            else None
+        ),
         name=name if isinstance(name, str) else "",
         backends=_str_list(data.get("backends")) or (),
         smoke_backend=smoke if isinstance(smoke, str) else None,

@@ -71,6 +71,13 @@ def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
     if err.validator == "required":
         return where, err.message, False
     label = ".".join(str(p) for p in where) or "(top level)"
+    if err.validator == "pattern" and isinstance(err.schema.get("description"), str):
+        # The form in words, not the regex a person cannot read (resources.time's walltime).
+        return (
+            where,
+            f"{label}: {err.instance!r} is not in the form: {err.schema['description']}",
+            False,
+        )
     return where, f"{label}: {err.message}", False
 
 

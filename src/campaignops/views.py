@@ -212,10 +212,24 @@ def state(job: ledger_mod.Job) -> str:
         return job.state
     if job.job_id:
         return "submitted"
-    return "submit failed" if job.error else "intent only"
+    if job.error:
+        return "submit failed"
+    return "outcome unknown" if job.text("outcome") == "unknown" else "intent only"
 
 
 STAGES_HEADER = ("target", *ledger_mod.STAGES)
+
+
+def task_state(job: ledger_mod.Job, target: str) -> str:
+    """A target's own outcome in ``job``: its array task's state (with the reason the runner
+    recorded, e.g. output-missing), else what the ledger says of the submission."""
+    task = job.task(target)
+    if task is None or task.state is None:
+        return state(job)
+    reason = f", {task.reason}" if task.reason else ""
+    code = task.exit_code
+    shown = f" exit {code}" if task.finished and code not in (0, None) else ""
+    return f"{task.state}{shown}{reason}"
 
 
 def render_stages(src: Sources) -> str:
@@ -231,8 +245,11 @@ def render_stages(src: Sources) -> str:
             last = latest.get((target, stage))
             if last is None:
                 row.append(NONE)
-            else:
-                row.append(cell(f"{state(last)} ({last.job_id})" if last.job_id else state(last)))
+                continue
+            index = last.index_of(target)
+            where = last.job_id if len(last.targets) == 1 else f"{last.job_id} task {index}"
+            text = task_state(last, target)
+            row.append(cell(f"{text} ({where})" if last.job_id else text))
         rows.append(row)
     return table(STAGES_HEADER, rows or _empty(STAGES_HEADER, "no jobs yet"))
 

@@ -91,6 +91,15 @@ def test_every_record_is_schema_valid() -> None:
             ledger_id="L-000002", time=T0, job_id=None, error="sbatch: invalid partition"
         ),
         lw.state_record(ledger_id="L-000002", time=T0, state=JobState(job_id="1", state="UNKNOWN")),
+        lw.cancel_record(
+            ledger_id="L-000001",
+            time=T0,
+            job_id="4001",
+            cancel_ids=["4001_1"],
+            targets=["lr0.1_s2"],
+            by="me@login1",
+            reason="wrong learning rate",
+        ),
     ]
     for record in records:
         assert list(schema.validate(schema.LEDGER_RECORD, record)) == [], record
@@ -141,6 +150,28 @@ def test_a_chain_round_trips_through_the_reader(tmp_path: Path) -> None:
     assert job.record["wrappers"] == {"scripts/run_one.v1.sh": FP}
     assert job.queue_wait() == pytest.approx(299.0)  # 10:00:01 → 10:05:00 UTC (11:05 +01:00)
     assert job.run_time() == pytest.approx(1800.0)
+
+
+def test_a_cancel_record_keeps_the_jobs_targets_and_needs_who(tmp_path: Path) -> None:
+    cancel = lw.cancel_record(
+        ledger_id="L-000001",
+        time=T0,
+        job_id="4001",
+        cancel_ids=["4001_1"],
+        targets=["lr0.1_s2"],
+        by="me@login1",
+    )
+    lw.append(tmp_path, [*chain("L-000001"), cancel])
+    (job,) = ledger.read(tmp_path).jobs
+    assert job.targets == ("lr0.1_s1", "lr0.1_s2")  # the fold keeps what the job runs
+    assert (job.kind, job.record["cancel_targets"], job.text("cancel_by")) == (
+        "cancel",
+        ["lr0.1_s2"],
+        "me@login1",
+    )
+    assert "cancel_reason" not in job.record
+    with pytest.raises(lw.InvalidRecord, match="'cancel_by' is a required property"):
+        lw.encode({k: v for k, v in cancel.items() if k != "cancel_by"})
 
 
 def test_a_torn_last_line_is_reported_and_never_corrupts_the_rest(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ and every wait is bounded.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from campaignops import walltime
 from campaignops.runner import local, localexec
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
@@ -142,7 +144,8 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         + WAIT
         + EXIT
     )
-    assert local.time_seconds("1-02:30") == 95400  # hours first, as the manifest schema says
+    assert SWEEP.time_s == 95400  # D-HH:MM: hours first, as the manifest schema says
+    assert local.parse_directives(local.render(SWEEP)).time_s == 95400
 
 
 def test_render_single_job_has_no_array_dependency_or_limit() -> None:
@@ -164,12 +167,48 @@ def test_render_single_job_has_no_array_dependency_or_limit() -> None:
     )
 
 
+def test_render_single_job_limit_is_hours_minutes() -> None:
+    """``00:20`` is 20 minutes here as on Slurm and PBS, written in three fields."""
+    job = JobSpec(
+        name="c.t.smoke", workdir="/w", tasks=("true",), resources=Resources(time="00:20")
+    )
+    assert local.render(job) == (
+        "#!/bin/bash\n"
+        "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as\n"
+        "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.\n"
+        "#LOCAL --job-name=c.t.smoke\n"
+        "#LOCAL --chdir=/w\n"
+        "#LOCAL --log-dir=logs\n"
+        "#LOCAL --time=00:20:00\n"
+        "#LOCAL --kill-wait=30\n"
+        "set -euo pipefail\n"
+        "cd /w\n"
+        'export CAMPAIGN_TASK_INDEX="${CAMPAIGN_TASK_INDEX:-0}"\n'
+        + TRAPS
+        + case("true")
+        + WAIT
+        + EXIT
+    )
+    assert local.parse_directives(local.render(job)).time_s == 1200
+
+
+def test_render_refuses_a_time_that_is_not_a_walltime() -> None:
+    job = JobSpec(name="c.t.smoke", workdir="/w", tasks=("true",), resources=Resources(time="90 m"))
+    with pytest.raises(walltime.WalltimeError, match="'90 m' is not a time limit"):
+        local.render(job)
+
+
+def test_a_directive_time_out_of_range_is_refused() -> None:
+    script = "#!/bin/bash\n#LOCAL --job-name=x\n#LOCAL --chdir=/w\n#LOCAL --time=00:60:00\ntrue\n"
+    with pytest.raises(local.LocalBackendError, match="minutes 60 is over 59"):
+        local.parse_directives(script)
+
+
 @pytest.mark.parametrize(
     ("change", "words"),
     [
         ({"comment": "L1\nrm -rf /"}, "single lines"),
         ({"env": {"BAD-NAME": "x"}}, "shell variables"),
-        ({"resources": Resources(time="90 minutes")}, "[D-]HH:MM[:SS]"),
         ({"tasks": ()}, "no tasks"),
     ],
 )
@@ -190,7 +229,8 @@ def test_submit_refuses_unknown_directive_and_unknown_parent(root: Path, tmp_pat
     out = subprocess.run(local.submit_argv(str(bad), state_root=str(root)), capture_output=True)
     assert out.returncode == 1 and b"no local job local-404" in out.stderr
     assert local.list_jobs(root) == []
-    assert local.parse_job_id("local-12\n") == "local-12"
+    assert local.parse_job_id("local-12-0a9fe3\n") == "local-12-0a9fe3"
+    assert local.parse_job_id("local-12\n") == "local-12"  # ids from before the random part
     with pytest.raises(local.LocalBackendError):
         local.parse_job_id("Traceback (most recent call last):")
 
@@ -334,6 +374,55 @@ def test_cancel_ends_running_and_pending_tasks(root: Path, tmp_path: Path) -> No
     assert group_gone(pgid)
 
 
+def test_cancel_of_one_task_stops_it_and_lets_the_others_run(root: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    wait_gate = f"while [ ! -e {gate} ]; do sleep 0.05; done"
+    # Task 0 runs; task 2 waits for the cap and is cancelled before it ever starts.
+    job_id = submit(root, spec(tmp_path, "sleep 300", wait_gate, "touch ran", max_parallel=2))
+    wait_until("tasks 0 and 1 to run", lambda: task_of(root, job_id, 1).get("state") == "RUNNING")
+    pgid = task_of(root, job_id, 0)["pgid"]
+    argv = local.cancel_argv([local.task_id(job_id, 0), f"{job_id}_2"], state_root=str(root))
+    subprocess.run(argv, check=True)
+    wait_until("task 0 to end", lambda: task_of(root, job_id, 0).get("state") == "CANCELLED")
+    assert group_gone(pgid) and task_of(root, job_id, 1)["state"] == "RUNNING"
+    gate.touch()
+    result = final(root, job_id)
+    states = [t["state"] for t in state_of(root, job_id)["tasks"]]
+    assert states == ["CANCELLED", "COMPLETED", "CANCELLED"]
+    assert (result.state, state_of(root, job_id)["reason"]) == ("CANCELLED", None)
+    assert task_of(root, job_id, 2)["pgid"] is None and not (tmp_path / "ran").exists()
+    out = subprocess.run(
+        local.cancel_argv([f"{job_id}_3"], state_root=str(root)), capture_output=True, text=True
+    )
+    assert out.returncode == 1 and f"local job {job_id} has no task 3 (0-2)" in out.stderr
+
+
+def test_a_task_of_a_dead_executor_is_cancelled_by_cancel_itself(
+    root: Path, tmp_path: Path
+) -> None:
+    job_id = submit(root, spec(tmp_path, "sleep 300", "sleep 300"))
+    wait_until("both tasks to run", lambda: task_of(root, job_id, 1).get("state") == "RUNNING")
+    state = state_of(root, job_id)
+    os.kill(state["executor_pid"], signal.SIGKILL)
+    wait_until("the executor to die", lambda: not local.alive(state["executor_pid"]))
+    subprocess.run(local.cancel_argv([f"{job_id}_1"], state_root=str(root)), check=True)
+    assert [t["state"] for t in state_of(root, job_id)["tasks"]] == ["RUNNING", "CANCELLED"]
+    assert wait_until("task 1's group to die", lambda: group_gone(state["tasks"][1]["pgid"]))
+    assert not group_gone(state["tasks"][0]["pgid"])
+    states = query(root, f"{job_id}_1", job_id)
+    assert (states[f"{job_id}_1"].state, states[job_id].state) == ("CANCELLED", "NODE_FAIL")
+
+
+def test_log_path_is_where_the_executor_writes(root: Path, tmp_path: Path) -> None:
+    single = submit(root, spec(tmp_path, "echo one"))
+    array = submit(root, spec(tmp_path, "echo a", "echo b"))
+    final(root, single), final(root, array)
+    path = local.log_path(single, name="demo.t1.smoke", index=None)
+    assert (tmp_path / path).read_text() == "one\n"
+    path = local.log_path(array, name="demo.t1.smoke", index=1)
+    assert (path, (tmp_path / path).read_text()) == (f"logs/demo.t1.smoke-{array}_1.out", "b\n")
+
+
 def test_a_dead_executor_reads_as_node_fail_and_cancel_still_cleans_up(
     root: Path, tmp_path: Path
 ) -> None:
@@ -386,7 +475,8 @@ def test_concurrent_submits_get_distinct_ids(root: Path, tmp_path: Path) -> None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         ids = list(pool.map(one, range(8)))
-    assert sorted(ids, key=lambda j: int(j[6:])) == [f"local-{n}" for n in range(1, 9)]
+    assert sorted(local.job_number(j) for j in ids) == list(range(1, 9))
+    assert all(re.fullmatch(r"local-[1-8]-[0-9a-f]{6}", j) for j in ids)
     for job_id in ids:
         wait_until(f"{job_id} to finish", lambda j=job_id: finished(root, j))
 

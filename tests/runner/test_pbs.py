@@ -6,7 +6,8 @@ tests/runner/recorded/ (sources and dates in its README) and say so in their nam
 in for it and the mapping's source is named instead:
 
 - array jobs (qsub's ``<n>[].<server>``, ``qstat -t`` subjob records): no recording found; the
-  folding is tested on real single-job records used as subjobs, the id grouping is untested;
+  folding is tested on real single-job records used as subjobs; the id grouping and each
+  task's own state are tested against the contract replay (test_pbs_contract_replay.py);
 - ``Exit_status`` -27/-26 (memory), -11/-14/-20 (node failure) and 256 + signal (qdel while
   running): no recording found; the mapping follows OpenPBS src/include/job.h (JOB_EXEC_*) and
   src/resmom/linux/mom_start.c (``WTERMSIG + 0x100``);
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from campaignops import walltime
 from campaignops.runner import pbs
 from campaignops.runner.spec import JobSpec, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
@@ -204,10 +206,25 @@ def test_render_mail_in_full() -> None:
 
 @pytest.mark.parametrize(
     ("text", "pbs_form"),
-    [("00:20", "00:20:00"), ("1-12:00", "36:00:00"), ("100:00:30", "100:00:30")],
+    [
+        ("00:20", "00:20:00"),
+        ("90", "01:30:00"),
+        ("1-12:00", "36:00:00"),
+        ("100:00:30", "100:00:30"),
+        ("7-00:00:01", "168:00:01"),
+    ],
 )
 def test_walltime_is_hh_mm_ss_with_days_as_hours(text: str, pbs_form: str) -> None:
-    assert pbs.walltime(text) == pbs_form
+    script = pbs.render(spec(resources=Resources(time=text), comment=""))
+    assert script == (
+        "#!/bin/bash\n"
+        "#PBS -N md-screen.lig7.smoke\n"
+        f"#PBS -l walltime={pbs_form}\n"
+        "#PBS -o /eagle/MDproj/md-screen/logs/\n"
+        "#PBS -j oe\n"
+        "#PBS -k doe\n"
+        "#PBS -r n\n" + BODY + ONE_TASK
+    )
 
 
 @pytest.mark.parametrize(
@@ -224,7 +241,7 @@ def test_sizes_are_whole_pbs_sizes(text: str, pbs_form: str) -> None:
 @pytest.mark.parametrize(
     ("name", "rule"),
     [
-        ("2024-md.lig7.smoke", "must start with a letter"),
+        ("_md.lig7.smoke", "must start with a letter or digit"),
         ("md.lig=7.smoke", "only letters, digits and _ . + -"),  # '=' is legal in target ids
         ("md.lig 7.smoke", "only letters, digits and _ . + -"),
         ("m" * 231, "is 231 characters long; PBS takes at most 230"),
@@ -241,9 +258,12 @@ def test_the_longest_name_pbs_takes_is_taken() -> None:
     assert pbs.check_name("m" * 230) == "m" * 230
 
 
-@pytest.mark.parametrize("time", ["90", "00:00", "1:75", "one hour"])
-def test_a_bad_walltime_is_refused(time: str) -> None:
-    with pytest.raises(pbs.PbsRefusal, match="not a positive"):
+@pytest.mark.parametrize(
+    ("time", "why"),
+    [("00:00", "is zero"), ("1:75", "minutes 75 is over 59"), ("one hour", "not a time limit")],
+)
+def test_a_bad_walltime_is_refused(time: str, why: str) -> None:
+    with pytest.raises(walltime.WalltimeError, match=why):
         pbs.render(spec(resources=Resources(time=time)))
 
 
@@ -323,13 +343,28 @@ def test_argvs_are_one_call_each_with_qstat_in_utc() -> None:
         ["env", "TZ=UTC0", "qstat", "-x", "-f", "-F", "json", "-t", *ids]
     ]
     assert pbs.query_argvs([]) == []  # qstat without ids would list the whole server
-    assert pbs.sibling_argv(["a.b.smoke"]) == ["env", "TZ=UTC0", "qstat", "-f", "-F", "json"]
+    sibling = ["env", "TZ=UTC0", "qstat", "-f", "-F", "json", "-t"]  # -t: each task's state
+    assert pbs.sibling_argv(["a.b.smoke"]) == sibling
     assert pbs.lookup_argvs(["a.b.smoke", "a.c.smoke"]) == [
         ["qselect", "-x", "-N", "a.b.smoke"],
         ["qselect", "-x", "-N", "a.c.smoke"],
     ]
     with pytest.raises(pbs.PbsRefusal):
         pbs.lookup_argvs(["a.b=1.smoke"])
+
+
+def test_cancel_is_one_qdel_of_jobs_or_subjobs_and_logs_are_named_by_id() -> None:
+    array = "3117549[].polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"
+    subjob = pbs.task_id(array, 4)
+    assert subjob == "3117549[4].polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"
+    assert pbs.cancel_argv([POLARIS_ID, subjob]) == ["qdel", POLARIS_ID, subjob]
+    with pytest.raises(pbs.PbsOutputError, match="not an array job id"):
+        pbs.task_id(POLARIS_ID, 4)
+    with pytest.raises(pbs.PbsOutputError, match="not a PBS job or subjob id"):
+        pbs.cancel_argv(["-W force"])
+    # -o <workdir>/logs/ -j oe: PBS writes <job or subjob id>.OU there.
+    assert pbs.log_path(POLARIS_ID, name="c.t.smoke", index=None) == f"logs/{POLARIS_ID}.OU"
+    assert pbs.log_path(array, name="c.t.smoke", index=4) == f"logs/{subjob}.OU"
 
 
 def test_parse_job_id_recorded_polaris_qsub() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from campaignops import queuefile, yamldoc
+from campaignops import queuefile, walltime, yamldoc
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
 from campaignops.runner import plan
@@ -74,12 +74,25 @@ def test_warning_kept_inside_longer_limits() -> None:
         policy=POLICY,
         workdir="/c",
     )
-    assert job.spec.warning_seconds == 360
-    assert [plan.limit_seconds(t) for t in ("00:10", "01:00:00", "1-00:00:05")] == [
-        600,
-        3600,
-        86405,
-    ]
+    assert (job.spec.warning_seconds, job.spec.time_s) == (360, 3600)
+
+
+@pytest.mark.parametrize(("limit", "kept"), [("00:07", 360), ("00:06", None), ("7", 360)])
+def test_warning_needs_a_limit_longer_than_itself(limit: str, kept: int | None) -> None:
+    """HH:MM is hours:minutes here too: 00:06 is 360 s, no room for a 360 s warning."""
+    assert plan.warning(360, limit) == kept
+
+
+def test_a_bad_time_is_refused_at_planning() -> None:
+    with pytest.raises(walltime.WalltimeError, match="minutes 60 is over 59") as info:
+        plan.plan(
+            doc=doc(GRID.replace('"01:00:00"', '"00:60"')),
+            manifest_path="manifests/grid.yaml",
+            stage="production",
+            policy=POLICY,
+            workdir="/c",
+        )
+    assert info.value.exit_code == 2
 
 
 def test_production_keeps_the_manifest_values() -> None:
@@ -118,9 +131,9 @@ def test_phases_become_jobs_chained_in_order() -> None:
         policy=POLICY,
         workdir="/c",
     )
-    assert [(j.group, j.targets, j.after_group) for j in jobs] == [
-        ("teach", ("teach_N1", "teach_N2"), None),
-        ("learn", ("s1",), "teach"),
+    assert [(j.group, j.targets, j.after_groups) for j in jobs] == [
+        ("teach", ("teach_N1", "teach_N2"), ()),
+        ("learn", ("s1",), ("teach",)),
     ]
 
 
@@ -201,10 +214,16 @@ def test_a_queue_fans_out_as_one_array_with_the_line_fields_in_order() -> None:
 def test_a_queue_smoke_sets_epochs_and_writes_apart_from_production() -> None:
     (job,) = queue_plan("smoke")
     assert job.spec.tasks == (
-        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/a.yaml train 1",
-        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/dir/b.yaml 'seg$(id)' 1",
-        "CAMPAIGN_OUT=runs/smoke bash scripts/run_one.v1.sh configs/c.yaml detect 1",
+        "bash scripts/run_one.v1.sh configs/a.yaml train 1",
+        "bash scripts/run_one.v1.sh configs/dir/b.yaml 'seg$(id)' 1",
+        "bash scripts/run_one.v1.sh configs/c.yaml detect 1",
     )
+    assert dict(job.spec.env) == {"CAMPAIGN_STAGE": "smoke", "CAMPAIGN_OUT": "runs/smoke"}
+    (prod,) = queue_plan("production")
+    assert dict(prod.spec.env) == {
+        "CAMPAIGN_STAGE": "production",
+        "CAMPAIGN_OUT": "runs/production",
+    }
 
 
 def test_one_queue_cell_alone() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from campaignops import walltime
 from campaignops.runner import slurm
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
@@ -171,6 +172,36 @@ def test_render_resources_and_environment() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("time", "rendered"),
+    [
+        ("00:20", "00:20:00"),  # hours:minutes: sbatch would read a bare 00:20 as 20 seconds
+        ("90", "01:30:00"),
+        ("36:00:00", "1-12:00:00"),
+        ("2-03:04", "2-03:04:00"),
+        ("1-02:03:04", "1-02:03:04"),
+        ("365-00:00", "365-00:00:00"),
+    ],
+)
+def test_render_time_always_in_three_fields(time: str, rendered: str) -> None:
+    script = slurm.render(spec(resources=Resources(time=time)))
+    assert script == (
+        "#!/bin/bash\n"
+        "#SBATCH --job-name=demo.t1.smoke\n"
+        "#SBATCH --output=logs/%x-%j.out\n"
+        "#SBATCH --chdir=/work/demo\n"
+        "#SBATCH --mail-type=END,FAIL\n"
+        f"#SBATCH --time={rendered}\n" + HEAD + TRAPS + ONE_TASK + WAIT + EXIT
+    )
+
+
+@pytest.mark.parametrize("time", ["1 hour", "00:60", "1-24:00", "0", "366-00:00"])
+def test_render_refuses_a_time_that_is_not_a_walltime(time: str) -> None:
+    with pytest.raises(walltime.WalltimeError) as err:
+        slurm.render(spec(resources=Resources(time=time)))
+    assert repr(time) in err.value.message and err.value.exit_code == 2
+
+
 def test_render_quotes_free_text_with_spaces_and_hashes() -> None:
     script = slurm.render(spec(workdir="/work/my demo", comment="L-7 it's #1 abc"))
     assert script.splitlines()[1:6] == [
@@ -207,7 +238,6 @@ def test_render_keeps_multiline_commands_as_written() -> None:
         ({"max_parallel": 0, "tasks": ("a", "b")}, "positive"),
         ({"warning_seconds": 70000}, "65535"),
         ({"resources": Resources(partition="debug short")}, "partition"),
-        ({"resources": Resources(time="1 hour")}, "time"),
         ({"resources": Resources(mem="4 GB")}, "mem"),
         ({"resources": Resources(nodes=0)}, "positive"),
         ({"resources": Resources(gpu_type="a100")}, "gpu_type without"),
@@ -244,6 +274,16 @@ def test_query_is_one_sacct_and_one_squeue_whatever_the_number_of_jobs() -> None
     assert [argv[2] for argv in many] == ["sacct", "squeue"]
     # One id is given twice: squeue -j <one id> fails once slurmctld has forgotten the job.
     assert slurm.query_argvs(["7"])[1][-1] == "7,7"
+
+
+def test_cancel_is_one_scancel_of_jobs_or_array_tasks_and_logs_follow_output() -> None:
+    ids = ["4001", slurm.task_id("4002", 3)]
+    assert slurm.cancel_argv(ids) == ["scancel", "4001", "4002_3"]
+    with pytest.raises(slurm.SlurmRefusal):
+        slurm.cancel_argv(["4001; rm -rf ~"])
+    # What --output=logs/%x-%j.out and logs/%x-%A_%a.out expand to.
+    assert slurm.log_path("4001", name="c.t.smoke", index=None) == "logs/c.t.smoke-4001.out"
+    assert slurm.log_path("4002", name="c.t.smoke", index=3) == "logs/c.t.smoke-4002_3.out"
 
 
 # --- the real cluster -----------------------------------------------------------------------

@@ -69,8 +69,8 @@ def test_smoke_then_production_with_one_record_chain_per_job(camp: Path, run) ->
     kinds = [r["kind"] for r in records(camp)]
     assert kinds[:2] == ["intent", "result"] and set(kinds[2:]) == {"state"}
     assert "COMPLETED" in (camp / "STATUS.md").read_text()
-    assert all(p.exists() for p in (camp / "runs/example").glob("*/metrics.json"))
-    assert len(list((camp / "runs/example").glob("*/metrics.json"))) == 4
+    assert len(list((camp / "runs/smoke/example").glob("*/metrics.json"))) == 4
+    assert not (camp / "runs/production").exists()
     git(camp, "commit", "-qam", "smoke done")
     prod = run("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
     assert prod.code == 0 and "gate smoke_first  pass" in prod.out
@@ -98,15 +98,9 @@ def test_sibling_refused_while_running_and_status_is_one_query(camp: Path, run) 
     refresh = status.refresh(root=camp)
     assert refresh.queries == 1
     job_id = ledger.read(camp).jobs[-1].record["job_id"]
-    import shlex
-    import subprocess
-    import sys
-
     # The refusal's hint says how to cancel a local job; what it says works.
-    hinted = "python3 -m campaignops.runner.localexec cancel --state .campaign/local ID"
-    assert hinted in second.err
-    argv = [sys.executable, *shlex.split(hinted)[1:-1], str(job_id)]
-    subprocess.run(argv, cwd=camp, check=True)
+    assert "(campaign cancel ID)" in second.err
+    assert run("cancel", str(job_id)).code == 0
     assert settle(run, camp, want="CANCELLED").state == "CANCELLED"
 
 
@@ -143,7 +137,9 @@ def test_a_queue_file_runs_as_one_array_smoke_then_production(camp: Path, run) -
     assert production.code == 0, production.err
     settle(run, camp, want="COMPLETED")
     # Production ran every cell again, at the queue's own epochs, in its own directories.
-    cells = {p.parent.name: json.loads(p.read_text()) for p in camp.glob("runs/*/cell.json")}
+    cells = {
+        p.parent.name: json.loads(p.read_text()) for p in camp.glob("runs/production/*/cell.json")
+    }
     assert {k: (v["status"], v["epochs"]) for k, v in cells.items()} == {
         "baseline": ("completed", 5),
         "wide": ("completed", None),
@@ -288,6 +284,6 @@ def test_status_prints_aligned_columns_and_interval_needs_watch(camp: Path, run)
     # Every column starts where its header starts.
     for title in ("stage", "state", "exit", "commit"):
         assert row[header.index(title) - 2 : header.index(title)] == "  "
-    assert row.startswith("local-1  baseline, wide")
+    assert row.startswith(f"{ledger.read(camp).jobs[-1].job_id}  baseline, wide")
     lone = run("status", "--interval", "90")
     assert lone.code == 2 and "--interval applies to --watch only" in lone.err

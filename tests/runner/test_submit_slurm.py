@@ -71,7 +71,7 @@ def test_gates_and_a_smoke_on_slurm(camp: Path, run) -> None:  # type: ignore[no
     assert (job.state, job.record.get("exit_code")) == ("COMPLETED", 0), job.record
     assert str(job.record["job_id"]).isdigit()
     assert job.record.get("started") and job.record.get("ended")
-    assert len(list((camp / "runs/example").glob("*/metrics.json"))) == 4
+    assert len(list((camp / "runs/smoke/example").glob("*/metrics.json"))) == 4
     git(camp, "commit", "-qam", "smoke done")
     git(camp, "push", "-q")
     again = run(*argv, "--stage", "production", "--dry-run")

@@ -21,7 +21,9 @@ CODES = code_table(
     Code(
         id="VIEW001",
         message="view {name!r} is out of sync with {source}",
-        hint="run campaign render; the block is generated from {source}, so edits inside it are lost",
+        hint="run campaign render (also after a merge: git joins both sides' rows, and only "
+        "campaign render rebuilds the block); the block is generated from {source}, so edits "
+        "inside it are lost",
     ),
     Code(
         id="VIEW002",

@@ -37,7 +37,11 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         dry_run=args.dry_run,
         override=args.override,
         commit=args.commit,
+        failed=args.failed,
     )
+    if result.note:
+        print(result.note, file=out)
+        return 0
     for planned in result.planned:
         spec = planned.job.spec
         print(f"== {spec.name} on {result.backend}: {len(spec.tasks)} task(s)", file=out)
@@ -49,6 +53,12 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.dry_run:
             print(f"-- the script that would be submitted:\n{planned.script}", file=out)
     if args.dry_run:
+        if result.unreachable:
+            print(
+                f"note: no_sibling was not checked: this machine cannot reach backend "
+                f"{result.backend} ({result.unreachable})",
+                file=out,
+            )
         refused = sorted({v.gate for p in result.planned for v in p.verdicts if not v.passed})
         if refused:
             # Exit 1 like the real submit would: a dry run is then a preflight a script can use.
@@ -57,17 +67,29 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 file=out,
             )
             return 1
+        if result.unreachable:
+            print("dry run: nothing submitted; a submit from here would fail (exit 2)", file=out)
+            return 2
         print("dry run: nothing submitted; a submit would pass every gate", file=out)
         return 0
     for s in result.submitted:
-        print(f"submitted {s.name} as job {s.job_id} (ledger {s.ledger_id})", file=out)
+        if s.job_id is None:
+            print(
+                f"outcome unknown for {s.name} (ledger {s.ledger_id}): it may be queued",
+                file=out,
+            )
+        else:
+            print(f"submitted {s.name} as job {s.job_id} (ledger {s.ledger_id})", file=out)
     if result.commit:
         print(f"committed ledger, lock, STATUS.md and scripts: {result.commit[:10]}", file=out)
+    for w in result.warnings:
+        print(f"warning: {w.message}\n  run: {w.hint}", file=err)
     print(
         "next: campaign status --refresh   (STATUS.md and .campaign/ledger.jsonl record it)",
         file=out,
     )
-    return 0
+    # Submitted, but a later step did not happen (or a later job was not submitted): exit 1.
+    return 1 if result.warnings else 0
 
 
 def aligned(markdown: str) -> list[str]:
@@ -99,6 +121,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(
             f"refreshed: {done.queries} scheduler call(s), {len(done.changed)} change(s)"
             + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else "")
+            + (f", {len(done.ruled_out)} never queued" if done.ruled_out else "")
             + ("" if left is None else f", {left} job(s) unfinished"),
             file=err,
             flush=True,
@@ -132,6 +155,38 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops.runner import cancel
+
+    root = _campaign_root()
+    plan = cancel.prepare(root=root, job=args.job, targets=args.targets)
+
+    def some(items: tuple[str, ...] | list[str]) -> str:
+        return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
+
+    # The logs first: what the tasks were doing is worth reading before they are stopped.
+    for log in plan.logs:
+        if log.tail is not None:
+            task = "" if log.index is None else f", task {log.index}"
+            print(
+                f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)", file=out
+            )
+            for line in log.tail:
+                print(f"   {line}", file=out)
+    waiting = [log.target for log in plan.logs if log.tail is None]
+    if waiting:  # one line, not one per task: an array may hold a thousand not started yet
+        print(f"== no log yet: {some(waiting)}", file=out)
+    done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
+    what = "job" if plan.whole else "task(s)"
+    print(
+        f"cancelled {what} {some(plan.cancel_ids)} ({plan.name}: {some(plan.targets)}) on "
+        f"{plan.backend}; recorded in the ledger ({plan.ledger_id}, by {done.by})",
+        file=out,
+    )
+    print("next: campaign status --refresh   (shows CANCELLED once it has stopped)", file=out)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sbm = sub.add_parser(
         "submit",
@@ -141,8 +196,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "fourth try of the same crash. Gates in order: committed, authorized, smoke_first, "
         "no_sibling, breaker. Every submission is recorded in .campaign/ledger.jsonl.",
         epilog="exit codes: 0 submitted (or a dry run whose gates all pass), 1 a gate refused "
-        "(also in a dry run) or the scheduler rejected the job, 2 usage error or the scheduler "
-        "is unreachable.",
+        "(also in a dry run), the scheduler rejected the job, or it was submitted but a later "
+        "step (lock, STATUS.md, commit, push) failed or its outcome is unknown (the warning "
+        "says what to run), 2 usage error or the scheduler is unreachable from this machine.",
     )
     sbm.add_argument(
         "manifest",
@@ -166,6 +222,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "for smoke, else the first authorized)",
     )
     sbm.add_argument("--after", metavar="JOBID", help="start only after JOBID completes (afterok)")
+    sbm.add_argument(
+        "--failed",
+        action="store_true",
+        help="only the targets whose latest attempt at this stage ended without success "
+        "(one array job); with --targets, only among those",
+    )
     sbm.add_argument(
         "--dry-run",
         action="store_true",
@@ -217,3 +279,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="table (default), markdown (STATUS.md's tables), json (ledger records)",
     )
     sts.set_defaults(handler=_status)
+
+    cnc = sub.add_parser(
+        "cancel",
+        help="cancel a recorded job (or some of its targets) through its backend",
+        description="Cancel a job recorded in the ledger: print the last 20 lines of each "
+        "selected task's log, cancel through the job's backend (scancel, qdel, the local "
+        "executor) and append a cancel record to .campaign/ledger.jsonl. campaign status "
+        "--refresh then shows CANCELLED.",
+        epilog="exit codes: 0 cancelled, 1 the backend refused, 2 unknown job or target, a job "
+        "that already ended, or an unreachable backend.",
+    )
+    cnc.add_argument(
+        "job", metavar="JOB", help="a job id or a ledger id, as campaign status shows them"
+    )
+    cnc.add_argument(
+        "--targets",
+        nargs="+",
+        default=[],
+        metavar="ID",
+        help="only the array tasks running these targets (default: the whole job)",
+    )
+    cnc.add_argument("--reason", metavar="TEXT", help="why; recorded in the ledger")
+    cnc.set_defaults(handler=_cancel)

@@ -7,18 +7,26 @@ runner module yet: submitting to them is refused with that reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import MappingProxyType, ModuleType
+from typing import Any, Protocol
 
 from campaignops import views
 from campaignops.errors import UsageError
-from campaignops.runner import local, pbs, slurm
+from campaignops.runner import local, pbs, scheduler, slurm
 from campaignops.runner.spec import JobSpec, JobState
 
 LOCAL_STATE = ".campaign/local"
+
+
+Run = Callable[[Sequence[str]], scheduler.Call]
+
+
+class LogPath(Protocol):
+    def __call__(self, job_id: str, *, name: str, index: int | None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -31,9 +39,40 @@ class Backend:
     parse_states: Callable[[Sequence[str]], dict[str, JobState]]
     sibling_argv: Callable[[Sequence[str]], list[str]]
     parse_siblings: Callable[[str, Sequence[str]], tuple[JobState, ...]]
+    # The live jobs in sibling_argv's answer, each with its live tasks (no name filter).
+    parse_live: Callable[[str], tuple[JobState, ...]]
+    # Every job under these names, finished or not: how a lost or unknown result is found.
+    lookup: Callable[[Sequence[str], Run], dict[str, JobState]]
+    # campaign cancel: one call for jobs or array tasks (task_id names one), and where each
+    # task's output goes (log_path(job_id, name=, index=): relative to the work directory).
+    cancel_argv: Callable[[Sequence[str]], list[str]]
+    task_id: Callable[[str, int], str]
+    log_path: LogPath
 
 
-def _scheduler(module: ModuleType) -> Callable[[Path], Backend]:
+def _live(jobs: Iterable[JobState]) -> tuple[JobState, ...]:
+    out = []
+    for job in jobs:
+        if job.state in ("PENDING", "RUNNING"):
+            live = {i: t for i, t in job.tasks.items() if t.state in ("PENDING", "RUNNING")}
+            out.append(dataclasses.replace(job, tasks=MappingProxyType(live)))
+    return tuple(out)
+
+
+def _slurm_lookup(names: Sequence[str], call: Run) -> dict[str, JobState]:
+    return slurm.parse_states([call(a).stdout for a in slurm.lookup_argvs(names)])
+
+
+def _pbs_lookup(names: Sequence[str], call: Run) -> dict[str, JobState]:
+    ids = pbs.parse_lookup([call(a).stdout for a in pbs.lookup_argvs(names)])
+    return pbs.parse_states([call(a).stdout for a in pbs.query_argvs(ids)]) if ids else {}
+
+
+def _scheduler(
+    module: ModuleType,
+    parse_live: Callable[[str], tuple[JobState, ...]],
+    lookup: Callable[[Sequence[str], Run], dict[str, JobState]],
+) -> Callable[[Path], Backend]:
     """A scheduler module (slurm, pbs) already has the face: its functions, by name."""
 
     def make(root: Path) -> Backend:
@@ -46,6 +85,11 @@ def _scheduler(module: ModuleType) -> Callable[[Path], Backend]:
             parse_states=module.parse_states,
             sibling_argv=module.sibling_argv,
             parse_siblings=module.parse_siblings,
+            parse_live=parse_live,
+            lookup=lookup,
+            cancel_argv=module.cancel_argv,
+            task_id=module.task_id,
+            log_path=module.log_path,
         )
 
     return make
@@ -64,12 +108,22 @@ def _local(root: Path) -> Backend:
         parse_siblings=lambda out, names: tuple(
             j for j in local.parse_siblings(out) if j.name in set(names)
         ),
+        parse_live=lambda out: _live(local.parse_siblings(out)),
+        lookup=lambda names, call: {
+            j.job_id: j
+            for j in local.parse_siblings(
+                call(local.sibling_argv(names, state_root=state, include_finished=True)).stdout
+            )
+        },
+        cancel_argv=lambda ids: local.cancel_argv(ids, state_root=state),
+        task_id=local.task_id,
+        log_path=local.log_path,
     )
 
 
 MODULES: Mapping[str, Callable[[Path], Backend]] = {
-    "slurm": _scheduler(slurm),
-    "pbs": _scheduler(pbs),
+    "slurm": _scheduler(slurm, slurm.parse_live, _slurm_lookup),
+    "pbs": _scheduler(pbs, lambda out: _live(pbs.parse_states([out]).values()), _pbs_lookup),
     "local": _local,
 }
 

@@ -57,13 +57,15 @@ class Request:
     queue: str | None = None
     override: str | None = None
     scheduler: str = "slurm"  # the backend module (slurm, pbs, local): how to cancel a sibling
+    time_s: int | None = None  # the job's time limit, in seconds
+    smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
 
 
 # How to cancel a job on each backend, for the no_sibling hint.
 CANCEL = {
     "slurm": "scancel ID",
     "pbs": "qdel ID",
-    "local": "python3 -m campaignops.runner.localexec cancel --state .campaign/local ID",
+    "local": "campaign cancel ID",
 }
 
 
@@ -310,34 +312,59 @@ def authorized(
     return _ok(gate, f"backend {backend} authorized{where}")
 
 
-def _smoke_done(job: Job) -> bool:
-    return job.stage == "smoke" and job.state == "COMPLETED" and job.exit_code == 0
+def smoke_passed(job: Job, target: str, fingerprint: str | None) -> bool:
+    """``job`` is a smoke in which ``target``'s own task COMPLETED with exit 0, of the config
+    ``fingerprint`` names (the target's own recorded fingerprint)."""
+    if job.stage != "smoke" or fingerprint is None:
+        return False
+    task = job.task(target)
+    return task is not None and task.succeeded and job.target_fingerprint(target) == fingerprint
 
 
 def smoked_targets(fingerprints: Mapping[str, str], jobs: Iterable[Job]) -> frozenset[str]:
-    """Targets with a smoke of their current config that COMPLETED with exit 0.
+    """Targets with a smoke of their current config whose own task COMPLETED with exit 0.
 
-    A smoke counts for all its targets when its recorded fingerprint equals the one their
-    current fingerprints give (``submission_fingerprint``): one smoke of several cells covers
-    each of them, and a changed cell invalidates the smokes it was part of.
+    Each target is judged by its own array task and its own recorded fingerprint: a failed
+    sibling in the same array does not spoil it, and an edited target needs its own new smoke.
+    A record from before per-target fingerprints counts when its combined fingerprint equals
+    the one the targets' current fingerprints give.
     """
     done: set[str] = set()
     for job in jobs:
-        if not _smoke_done(job) or not job.targets:
+        if job.stage != "smoke" or not job.targets:
             continue
-        if any(t not in fingerprints for t in job.targets):
-            continue
-        if job.text("fingerprint") == submission_fingerprint(fingerprints, job.targets):
-            done.update(job.targets)
+        legacy = (
+            job.record.get("fingerprints") is None
+            and len(job.targets) > 1
+            and all(t in fingerprints for t in job.targets)
+            and job.text("fingerprint") == submission_fingerprint(fingerprints, job.targets)
+        )
+        for target in job.targets:
+            if target not in fingerprints:
+                continue
+            task = job.task(target)
+            legacy_ok = legacy and task is not None and task.succeeded
+            if legacy_ok or smoke_passed(job, target, fingerprints[target]):
+                done.add(target)
     return frozenset(done)
 
 
 def smoke_first(
     request: Request, *, fingerprints: Mapping[str, str], jobs: Iterable[Job], require_smoke: bool
 ) -> Verdict:
-    """single/production need a completed smoke (exit 0) of the same fingerprint."""
+    """single/production need, for each target, a smoke of its current fingerprint in which
+    its own task COMPLETED with exit 0; a smoke itself must fit stages.smoke_max_minutes."""
     gate = "smoke_first"
     if request.stage == "smoke":
+        limit, cap = request.time_s, request.smoke_max_minutes
+        if limit is not None and cap is not None and limit > cap * 60:
+            return _refuse(
+                gate,
+                f"the smoke's time limit is {limit // 60} min ({limit} s), over "
+                f"stages.smoke_max_minutes {cap} in campaign.yaml",
+                "cut the run length (smoke.args) and the smoke's time (smoke.resources.time) "
+                f"to fit {cap} minutes: a smoke is there to fail fast",
+            )
         return _ok(gate, "a smoke needs no earlier smoke")
     if not require_smoke:
         return _ok(gate, "stages.require_smoke is false")
@@ -345,8 +372,14 @@ def smoke_first(
     done = smoked_targets(fingerprints, jobs)
     missing = [t for t in request.targets if t not in done]
     if not missing:
-        return _ok(gate, "every target has a completed smoke")
-    older = {t for j in jobs if _smoke_done(j) for t in j.targets} & set(missing)
+        return _ok(gate, "every target has a completed smoke of its current config")
+    older = {
+        t
+        for j in jobs
+        if j.stage == "smoke"
+        for t in j.targets
+        if t in missing and (task := j.task(t)) is not None and task.succeeded
+    }
     stale = f" (smokes of {_listed(older)} ran an older config)" if older else ""
     return _refuse(
         gate,
@@ -373,58 +406,89 @@ def _base_id(job_id: str) -> str:
     return job_id.split("_", 1)[0].split("[", 1)[0]
 
 
-def no_sibling(request: Request, *, active: Iterable[JobState], jobs: Iterable[Job]) -> Verdict:
-    """No job of the same target is queued or running, at any stage: two runs of one target
-    write the same outputs. ``active`` is the one scheduler query's answer; a job is matched by
-    its name, or (an array of several targets) by its id through the ledger."""
+def _unresolved(job: Job) -> bool:
+    """A submission whose outcome is not known: the scheduler may hold it (intent only, or the
+    call timed out). It counts as live until status --refresh finds it or rules it out."""
+    return not job.job_id and not job.error and job.state not in FINISHED
+
+
+def held_targets(state: JobState, job: Job | None, campaign: str) -> set[str]:
+    """The targets a live scheduler job holds: through the ledger, each live array task's own
+    target (a job that reports no tasks holds all of them); else, a job this ledger does not
+    know (another clone's), the target its name says."""
+    if job is not None:
+        if state.tasks and len(job.targets) > 1:
+            return {job.targets[i] for i in state.tasks if 0 <= i < len(job.targets)}
+        return set(job.targets)
+    named = _name_target(state.name, campaign)
+    return {named} if named else set()
+
+
+def no_sibling(
+    request: Request, *, active: Iterable[JobState] | None, jobs: Iterable[Job]
+) -> Verdict:
+    """No task of the same target is queued or running, at any stage, in any array: two runs
+    of one target write the same outputs. ``active`` is the one scheduler query's answer (live
+    jobs with their live tasks; None: the scheduler could not be asked); a submission whose
+    outcome is unknown counts as live."""
     gate = "no_sibling"
+    if active is None:
+        return Verdict(gate=gate, passed=True, reason="not checked: the scheduler was not asked")
     wanted = set(request.targets)
-    by_id = {_base_id(j.job_id): frozenset(j.targets) for j in jobs if j.job_id}
+    jobs = list(jobs)
+    by_id = {_base_id(j.job_id): j for j in jobs if j.job_id}
     clashes: list[str] = []
     for state in active:
         if state.state in FINISHED:
             continue  # squeue lists finished jobs for MinJobAge; they hold nothing
-        named = _name_target(state.name, request.campaign)
-        hit = ({named} if named else set()) | by_id.get(_base_id(state.job_id), frozenset())
-        if hit & wanted:
-            clashes.append(f"{state.job_id} ({state.state}, {_listed(hit & wanted)})")
+        hit = held_targets(state, by_id.get(_base_id(state.job_id)), request.campaign) & wanted
+        if hit:
+            clashes.append(f"{state.job_id} ({state.state}, {_listed(hit)})")
+    unknown = [j for j in jobs if _unresolved(j) and wanted & set(j.targets)]
+    if unknown:
+        clashes += [f"ledger {j.ledger_id} (outcome unknown)" for j in unknown]
     if not clashes:
-        return _ok(gate, "no job of these targets is queued or running")
-    return _refuse(
-        gate,
-        f"already queued or running: {_listed(clashes)}",
-        f"wait for it (campaign status --refresh), or read its log and cancel it "
-        f"({CANCEL.get(request.scheduler, CANCEL['slurm'])}), then submit again",
+        return _ok(gate, "no task of these targets is queued or running")
+    hint = (
+        "run campaign status --refresh: it finds what became of a submission whose outcome "
+        "is unknown; then submit again"
+        if unknown
+        else "wait for it (campaign status --refresh), or read its log and cancel it "
+        f"({CANCEL.get(request.scheduler, CANCEL['slurm'])}), then submit again"
     )
+    return _refuse(gate, f"already queued or running: {_listed(clashes)}", hint)
 
 
-def _failed(job: Job) -> bool:
-    return job.state != "COMPLETED" or job.exit_code not in (0, None)
-
-
-def signature_of(job: Job) -> str:
-    """The recorded signature, else the state and exit code (a failure status never analysed)."""
+def signature_of(job: Job, target: str | None = None) -> str:
+    """The recorded signature (the target's task's, else the job's), else the state and exit
+    code (a failure never analysed)."""
+    task = job.task(target) if target is not None else None
+    if task is not None and task.state is not None:
+        code = task.exit_code
+        return task.signature or f"{task.state}:{'-' if code is None else code}"
     code = job.exit_code
     return job.text("signature") or f"{job.state}:{'-' if code is None else code}"
 
 
 def breaker(request: Request, *, jobs: Iterable[Job]) -> Verdict:
     """Refuse when a target's last three finished attempts, at any stage, failed with one
-    signature: resubmitting the same crash burns allocation. CANCELLED attempts are skipped (a
-    person stopped them; they say nothing about the config). ``request.override`` passes it, and
-    the verdict carries the reason for the ledger."""
+    signature: resubmitting the same crash burns allocation. Each attempt is the target's own
+    task (a sibling's failure in the same array is not this target's). CANCELLED attempts are
+    skipped (a person stopped them; they say nothing about the config). ``request.override``
+    passes it, and the verdict carries the reason for the ledger."""
     gate = "breaker"
     ordered = sorted(jobs, key=Job.sort_key)
     tripped: list[str] = []
     for target in request.targets:
-        attempts = [
-            j
-            for j in ordered
-            if target in j.targets and j.state in FINISHED and j.state != "CANCELLED"
-        ][-BREAKER_RUN:]
-        sigs = {signature_of(j) for j in attempts}
-        if len(attempts) == BREAKER_RUN and all(map(_failed, attempts)) and len(sigs) == 1:
-            ids = ", ".join(j.job_id or j.ledger_id for j in attempts)
+        attempts = []
+        for job in ordered:
+            task = job.task(target)
+            if task is not None and task.finished and task.state != "CANCELLED":
+                attempts.append((job, task))
+        last = attempts[-BREAKER_RUN:]
+        sigs = {signature_of(j, target) for j, _ in last}
+        if len(last) == BREAKER_RUN and not any(t.succeeded for _, t in last) and len(sigs) == 1:
+            ids = ", ".join(j.job_id or j.ledger_id for j, _ in last)
             tripped.append(f"{target} ({sigs.pop()}; jobs {ids})")
     if not tripped:
         return _ok(gate, "no run of same-signature failures")
@@ -449,7 +513,7 @@ def evaluate(
     page: Mapping[str, Any] | None,
     fingerprints: Mapping[str, str],
     jobs: Sequence[Job],
-    active: Sequence[JobState],
+    active: Sequence[JobState] | None,
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first)."""
     return (

@@ -74,8 +74,11 @@ def intent_record(
     array: str | None = None,
     after: Sequence[str] = (),
     override: str | None = None,
+    fingerprints: Mapping[str, str] | None = None,
+    stage_root: str | None = None,
 ) -> dict[str, Any]:
-    """Written before the scheduler call: what is about to be submitted, from which commit."""
+    """Written before the scheduler call: what is about to be submitted, from which commit.
+    ``fingerprints`` (several targets) keeps each target's own, so a smoke counts per target."""
     return _record(
         "intent",
         ledger_id,
@@ -92,6 +95,8 @@ def intent_record(
         array=array,
         after=list(after) or None,
         override=override,
+        fingerprints=dict(fingerprints) if fingerprints and len(targets) > 1 else None,
+        stage_root=stage_root,
     )
 
 
@@ -103,9 +108,12 @@ def result_record(
     submitted: dt.datetime | None = None,
     state: str | None = None,
     error: str | None = None,
+    outcome: str | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
-    """Written after the scheduler call: the job id (state PENDING), or the error that refused
-    the submission (no job id, no state)."""
+    """Written after the scheduler call: the job id (state PENDING), the error that refused
+    the submission (no job id, no state), or ``outcome="unknown"`` with the reason when the
+    call timed out or its answer could not be read (the job may be queued)."""
     return _record(
         "result",
         ledger_id,
@@ -114,14 +122,41 @@ def result_record(
         submitted=_time(submitted),
         state=state,
         error=error,
+        outcome=outcome,
+        reason=reason,
     )
 
 
-def state_record(
-    *, ledger_id: str, time: dt.datetime, state: JobState, signature: str | None = None
+def task_fields(
+    state: JobState, *, signature: str | None = None, reason: str | None = None
 ) -> dict[str, Any]:
-    """A status refresh: what the scheduler says of the job now. The job id is repeated so an
-    intent whose result was lost (found again by name or comment) gets it here."""
+    """One array task's entry in a state record's ``tasks`` (nulls left out)."""
+    run_time = state.elapsed_s if state.elapsed_s is not None and state.elapsed_s >= 0 else None
+    fields = {
+        "state": state.state,
+        "exit_code": state.exit_code,
+        "reason": reason or state.reason,
+        "signature": signature,
+        "started": _time(state.started),
+        "ended": _time(state.ended),
+        "run_time_s": run_time,
+        "max_rss": state.max_rss,
+        "req_mem": state.req_mem,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def state_record(
+    *,
+    ledger_id: str,
+    time: dt.datetime,
+    state: JobState,
+    signature: str | None = None,
+    tasks: Mapping[int, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A status refresh: what the scheduler says of the job now, and of each array task that
+    changed (``tasks``: index → task_fields). The job id is repeated so an intent whose result
+    was lost (found again by name or comment) gets it here."""
     run_time = state.elapsed_s if state.elapsed_s is not None and state.elapsed_s >= 0 else None
     return _record(
         "state",
@@ -135,6 +170,36 @@ def state_record(
         ended=_time(state.ended),
         run_time_s=run_time,
         signature=signature,
+        reason=state.reason,
+        max_rss=state.max_rss,
+        req_mem=state.req_mem,
+        tasks={str(i): dict(f) for i, f in sorted(tasks.items())} if tasks else None,
+    )
+
+
+def cancel_record(
+    *,
+    ledger_id: str,
+    time: dt.datetime,
+    job_id: str,
+    cancel_ids: Sequence[str],
+    targets: Sequence[str],
+    by: str,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """Written after the backend accepted a cancel: which targets (the whole job's, or those of
+    ``--targets``), through which ids, by whom and why. Its own keys (``cancel_*``), since the
+    fold by ledger id must not overwrite the job's ``targets``; the state itself comes from
+    the next status refresh."""
+    return _record(
+        "cancel",
+        ledger_id,
+        time,
+        job_id=job_id,
+        cancel_ids=list(cancel_ids),
+        cancel_targets=list(targets),
+        cancel_by=by,
+        cancel_reason=reason,
     )
 
 

@@ -39,8 +39,10 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
@@ -51,8 +53,10 @@ STARTED_BY = "executor.pid"  # written by submit once the executor is started
 PREFIX = "#LOCAL "
 KILL_WAIT_S = 30
 WARNING_SIGNAL = "USR1"
-JOB_ID = re.compile(r"local-[0-9]+")
-_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?")
+# local-<n>-<6 hex>: the counter orders one clone's jobs; the random part keeps two clones of a
+# campaign (each with its own .campaign/local) from both handing out local-1 into one ledger.
+# Plain local-<n> ids from before are still read.
+JOB_ID = re.compile(r"local-([0-9]+)(?:-[0-9a-f]{6})?")
 _ARRAY = re.compile(r"0-([0-9]+)(?:%([1-9][0-9]*))?")
 _SIGNAL = re.compile(r"B:([A-Z0-9]+)@([0-9]+)")
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -77,30 +81,13 @@ class Directives:
     size: int = 1  # tasks 0 … size-1
     cap: int | None = None
     after: tuple[str, ...] = ()
-    time: str | None = None  # [D-]HH:MM:SS
+    time: str | None = None  # [D-]HH:MM:SS (walltime.for_local)
     warning: tuple[str, int] | None = None  # (signal name, seconds before the limit)
     kill_wait_s: int = KILL_WAIT_S
 
     @property
     def time_s(self) -> int | None:
-        return None if self.time is None else time_seconds(self.time)
-
-
-def time_seconds(text: str) -> int:
-    """Seconds in a manifest time limit, ``[D-]HH:MM[:SS]`` (hours first, as the schema says)."""
-    match = _TIME.fullmatch(text)
-    if match is None:
-        raise LocalBackendError(
-            message=f"time limit {text!r} is not [D-]HH:MM[:SS]", hint="e.g. 00:30:00 or 1-12:00"
-        )
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-
-
-def _clock(total: int) -> str:
-    days, rest = divmod(total, 86400)
-    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    return f"{days}-{text}" if days else text
+        return None if self.time is None else walltime.parse(self.time, where="#LOCAL --time")
 
 
 def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
@@ -112,9 +99,8 @@ def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
         lines.append(("array", f"0-{len(spec.tasks) - 1}{cap}"))
     if spec.after:
         lines.append(("dependency", "afterok:" + ":".join(spec.after)))
-    if spec.resources.time:
-        limit = time_seconds(spec.resources.time)
-        lines.append(("time", _clock(limit)))
+    if spec.time_s is not None:
+        lines.append(("time", walltime.for_local(spec.time_s)))
         if spec.warning_seconds:
             lines.append(("signal", f"B:{WARNING_SIGNAL}@{spec.warning_seconds}"))
     lines.append(("kill-wait", str(KILL_WAIT_S)))
@@ -165,7 +151,7 @@ def _dependency(value: str) -> dict[str, Any]:
     kind, _, ids = value.partition(":")
     parents = tuple(ids.split(":"))
     if kind != "afterok" or not all(JOB_ID.fullmatch(p) for p in parents):
-        raise ValueError("expected afterok:local-N[:local-M…]")
+        raise ValueError("expected afterok:local-N-XXXXXX[:local-M-XXXXXX…]")
     return {"after": parents}
 
 
@@ -177,7 +163,10 @@ def _signal(value: str) -> dict[str, Any]:
 
 
 def _time(value: str) -> dict[str, Any]:
-    time_seconds(value)
+    try:
+        walltime.parse(value)
+    except walltime.WalltimeError as exc:
+        raise ValueError(exc.message) from None
     return {"time": value}
 
 
@@ -258,15 +247,33 @@ def sibling_argv(
 
 
 def cancel_argv(job_ids: Iterable[str], *, state_root: str) -> list[str]:
+    """ONE call: cancel jobs (``<id>``) or single array tasks (``<id>_<index>``)."""
     return [sys.executable, "-m", EXECUTOR, "cancel", "--state", state_root, *job_ids]
 
 
+def task_id(job_id: str, index: int) -> str:
+    return f"{job_id}_{index}"
+
+
+def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs") -> str:
+    """Where a task's output goes, relative to the work directory (the executor's naming,
+    which is sbatch's ``%x-%j.out`` / ``%x-%A_%a.out``); ``index`` None for a single job."""
+    return f"{log_dir}/{name}-{job_id}" + ("" if index is None else f"_{index}") + ".out"
+
+
 def _job_state(record: Mapping[str, Any]) -> JobState:
-    known = {f.name for f in fields(JobState)}
+    known = {f.name for f in fields(JobState)} - {"tasks", "task"}
     values = {k: v for k, v in record.items() if k in known}
     if values.get("state") not in STATES or not isinstance(values.get("job_id"), str):
         raise LocalBackendError(message=f"local status record {dict(record)!r} is not a job")
-    return JobState(**values)
+    tasks = record.get("tasks")
+    own: dict[int, JobState] = {}
+    for entry in tasks if isinstance(tasks, list) else ():
+        index = entry.get("index") if isinstance(entry, Mapping) else None
+        if isinstance(index, int) and entry.get("state") in STATES:
+            fields_ = {k: v for k, v in entry.items() if k in known}
+            own[index] = JobState(**(fields_ | {"job_id": values["job_id"], "task": index}))
+    return JobState(**values, tasks=MappingProxyType(own))
 
 
 def _records(stdout: str) -> list[JobState]:
@@ -346,7 +353,12 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     head |= {"name": job["name"], "comment": job["comment"]}
     keys = ("state", "exit_code", "started", "ended", "elapsed_s", "reason")
     if not index:
-        return head | {k: state.get(k) for k in keys}
+        own = [
+            {"index": t["index"]} | {k: t.get(k) for k in keys}
+            for t in state["tasks"]
+            if isinstance(t, dict) and isinstance(t.get("index"), int)
+        ]
+        return head | {k: state.get(k) for k in keys} | {"tasks": own}
     # Before the executor's first write, a task is as PENDING (or CANCELLED) as its job.
     tasks = {str(t["index"]): t for t in state["tasks"]} or {
         str(i): {"state": state["state"]} for i in range(job["size"])
@@ -367,4 +379,10 @@ def started_by(path: Path) -> int | None:
 
 def list_jobs(root: Path) -> list[str]:
     found = [p.name for p in root.iterdir() if JOB_ID.fullmatch(p.name)] if root.is_dir() else []
-    return sorted(found, key=lambda name: int(name.partition("-")[2]))
+    return sorted(found, key=job_number)
+
+
+def job_number(job_id: str) -> int:
+    """The counter in a local job id (its order among this clone's jobs)."""
+    match = JOB_ID.fullmatch(job_id)
+    return int(match[1]) if match else 0

@@ -3,11 +3,15 @@
 Files under the state root (``.campaign/local/``), one directory per job:
 
 - ``.next-id``: the id counter, read and bumped under ``flock``, so concurrent submits differ;
+  each id also carries 24 random bits (``local-<n>-<6 hex>``), so two clones of one campaign,
+  whose counters both start at 1, never put the same id in the merged ledger;
 - ``<id>/script.sh``: the submitted script, copied (later edits to the source change nothing);
 - ``<id>/job.json``: name, comment, time limit, submitted time (written once, before the start);
 - ``<id>/state.json``: written only by the executor (atomically: tmp, fsync, rename), or by
   ``cancel`` once the executor is gone: job and per-task state, exit codes, process groups, times;
 - ``<id>/cancel``: a cancel request, seen by an executor that missed or predates the signal;
+- ``<id>/cancel-tasks``: single array tasks to cancel (``cancel <id>_<index>``), one index a
+  line, appended; the executor reads it every tick and stops (or never starts) those tasks;
 - ``<id>/executor.pid``: the executor's pid, written by ``submit`` once it has started it;
 - ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
 
@@ -26,6 +30,7 @@ import ctypes
 import fcntl
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -47,6 +52,7 @@ from campaignops.runner.local import (
     LocalBackendError,
     alive,
     fold,
+    job_number,
     list_jobs,
     lost,
     parse_directives,
@@ -86,14 +92,15 @@ def _allocate(root: Path) -> str:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         text = os.pread(fd, 32, 0).decode("ascii").strip()
-        n = int(text) if text.isdigit() else 1
-        while (root / f"local-{n}").exists():
-            n += 1  # a counter that was lost or reset must never hand out a used id
-        (root / f"local-{n}").mkdir()
+        # A counter that was lost or reset must never hand out a used number.
+        used = max(map(job_number, list_jobs(root)), default=0)
+        n = max(int(text) if text.isdigit() else 1, used + 1)
+        job_id = f"local-{n}-{secrets.token_hex(3)}"
+        (root / job_id).mkdir()
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
         os.fsync(fd)
-        return f"local-{n}"
+        return job_id
     finally:
         os.close(fd)
 
@@ -195,7 +202,10 @@ class _Executor:
         states = [view(self.root, p)["state"] for p in self.d.after]
         if all(s == "COMPLETED" for s in states):
             return "ok"
-        return "never" if any(s in FINISHED or s == "UNKNOWN" for s in states) else "wait"
+        # One parent that ended otherwise than COMPLETED (or is unknown) and afterok can never
+        # hold; parents still running are waited for, however many have completed.
+        ended_badly = (s != "COMPLETED" and (s in FINISHED or s == "UNKNOWN") for s in states)
+        return "never" if any(ended_badly) else "wait"
 
     def start(self, task: _Task) -> None:
         task.t0, task.started, task.state = time.monotonic(), _now(), "RUNNING"
@@ -270,6 +280,13 @@ class _Executor:
                     queue.popleft().state = "CANCELLED"
                 for task in running:
                     self.stop(task, "CANCELLED")
+            single = cancelled_tasks(self.dir)  # one small read a tick, none without a request
+            for task in [t for t in (*queue, *running) if t.index in single]:
+                if task in queue:
+                    queue.remove(task)
+                    task.state = "CANCELLED"
+                else:
+                    self.stop(task, "CANCELLED")
             while queue and len(running) < cap:
                 task = queue.popleft()
                 self.start(task)
@@ -339,10 +356,55 @@ def execute(root: Path, job_id: str) -> None:
 # --- status, siblings, cancel ------------------------------------------------------------------
 
 
-def cancel(root: Path, job_id: str) -> None:
+TASK_CANCELS = "cancel-tasks"
+
+
+def cancelled_tasks(job_dir: Path) -> set[int]:
+    """The array tasks a ``cancel <id>_<index>`` asked to stop."""
+    try:
+        text = (job_dir / TASK_CANCELS).read_text(encoding="ascii")
+    except FileNotFoundError:
+        return set()
+    return {int(line) for line in text.split() if line.isdigit()}
+
+
+def cancel_task(root: Path, job_id: str, index: int) -> None:
+    """Cancel one array task: the executor stops it (or never starts it); with no executor
+    left, the task's end is written here."""
     job_dir = root / job_id
-    if not JOB_ID.fullmatch(job_id) or not (job_dir / "job.json").exists():
-        raise LocalBackendError(message=f"no local job {job_id} under {root}")
+    size = int((read_json(job_dir / "job.json") or {}).get("size", 1))
+    if index >= size:
+        raise LocalBackendError(message=f"local job {job_id} has no task {index} (0-{size - 1})")
+    fd = os.open(job_dir / TASK_CANCELS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{index}\n".encode("ascii"))  # one short append: never torn
+    finally:
+        os.close(fd)
+    state = read_json(job_dir / "state.json")
+    if state is None or state["state"] in FINISHED:
+        return
+    pid = state.get("executor_pid")
+    if pid is not None and alive(pid):
+        return  # it reads the request within a tick
+    tasks = state["tasks"]
+    for task in tasks:
+        if task["index"] == index and task["state"] not in FINISHED:
+            _killpg(task.get("pgid"), signal.SIGKILL)
+            task.update(state="CANCELLED", ended=_now())
+    _write(job_dir / "state.json", {**state, "tasks": tasks})
+
+
+def cancel(root: Path, job_id: str) -> None:
+    """Cancel a job (``<id>``) or one of its array tasks (``<id>_<index>``)."""
+    base, _, index = job_id.partition("_")
+    job_dir = root / base
+    if not JOB_ID.fullmatch(base) or not (job_dir / "job.json").exists():
+        raise LocalBackendError(message=f"no local job {base} under {root}")
+    if index:
+        if not index.isdigit():
+            raise LocalBackendError(message=f"{job_id!r} is not <job id>_<task index>")
+        cancel_task(root, base, int(index))
+        return
     (job_dir / "cancel").touch()
     state = read_json(job_dir / "state.json")
     if state is not None and state["state"] in FINISHED:
@@ -375,7 +437,12 @@ def _cmd_status(args: argparse.Namespace) -> None:
 def _cmd_siblings(args: argparse.Namespace) -> None:
     root, names = Path(args.state), set(args.names)
     views = [view(root, j) for j in list_jobs(root)]
-    keep = [v for v in views if v["name"] in names and (args.all or v["state"] not in FINISHED)]
+    # No names: every job (the no_sibling gate matches them to targets itself).
+    keep = [
+        v
+        for v in views
+        if (not names or v["name"] in names) and (args.all or v["state"] not in FINISHED)
+    ]
     print(json.dumps({"jobs": keep}))
 
 

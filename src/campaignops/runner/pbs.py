@@ -5,8 +5,9 @@ Sources: OpenPBS (github.com/openpbs/openpbs: man pages, C source), ALCF's user 
 Where PBS differs from Slurm:
 
 - Name: at most 230 characters (``PBS_MAXJOBNAME``; 236 before OpenPBS 19) of
-  ``[A-Za-z0-9_.+-]``, the first a letter (``check_job_name``), refused here rather than by
-  qsub ("illegal -N value").
+  ``[A-Za-z0-9_.+-]`` (``check_job_name``), the first a letter or digit (pbs_job_attributes.7B;
+  qsub itself takes ``_ . + -`` first too: ``chk_alpha`` is 0 for a QueueJob request), refused
+  here rather than by qsub ("illegal -N value").
 - No ``--comment``: ``-v CAMPAIGN_COMMENT=<words joined by ':'>`` puts the ledger id and commit
   in ``Variable_List``, which ``qstat -f -F json`` prints and parse_states reads back.
 - ``-J 0-<N-1>%C``: a range needs two indices (``parse_subjob_index``), so one task is a plain
@@ -24,8 +25,11 @@ Where PBS differs from Slurm:
 - Job ids stay whole (``3117548.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov``): qstat's JSON
   keys jobs by the whole id, and ``afterok`` takes it as is.
 - qstat prints ``ctime(3)`` times in its own zone: queries run it with ``TZ=UTC0``.
+- Per-task truth: ``qstat -x -t`` lists each subjob (``<n>[<i>].<server>``, job_state X once
+  ended) with its own ``Exit_status``, ``stime`` and ``obittime``; parse_states keeps them as
+  the array's ``tasks``, and folds them into the array's state.
 - qstat refuses ``-u`` with ``-F json`` (qstat.c "conflict"): siblings come from the whole
-  queue (``qstat -f -F json``), and a job whose result record was lost is found by name with
+  queue (``qstat -f -F json -t``), and a job whose result record was lost is found by name with
   ``qselect -x -N <name>`` (ids only), then queried like any other.
 """
 
@@ -38,8 +42,10 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
+from types import MappingProxyType
 from typing import Any
 
+from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import script
 from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState
@@ -52,7 +58,6 @@ SUBSTATE_TERMINATED = 91  # job.h: deleted (qdel) before or while it ran
 SUBSTATE_FAILED = 93  # job.h: ended on a PBS error (Exit_status < 0)
 
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+")
-_TIME = re.compile(r"(?:([0-9]+)-)?([0-9]+):([0-5][0-9])(?::([0-5][0-9]))?")
 _MEM = re.compile(r"([0-9]+)(?:\.([0-9]+))?([KMGT]?)B?", re.IGNORECASE)
 _RES = r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.+-]+"
 # What each value may hold to be one #PBS argument (no space, ',' or quote), and how to write it.
@@ -126,7 +131,7 @@ def check_name(name: str) -> str:
     """The job name, if PBS Pro takes it for ``-N``; else PbsRefusal saying which rule failed."""
     rules = [
         (len(name) <= NAME_MAX, f"is {len(name)} characters long; PBS takes at most {NAME_MAX}"),
-        (name[:1].isascii() and name[:1].isalpha(), "must start with a letter (PBS -N)"),
+        (name[:1].isascii() and name[:1].isalnum(), "must start with a letter or digit (PBS -N)"),
         (bool(_NAME.fullmatch(name)), "may hold only letters, digits and _ . + -"),
     ]
     broken = [why for ok, why in rules if not ok]
@@ -138,24 +143,8 @@ def check_name(name: str) -> str:
     return name
 
 
-def walltime(text: str) -> str:
-    """``[D-]HH:MM[:SS]`` (the manifest's time) as PBS's ``HH:MM:SS``, hours past 24 kept."""
-    match = _TIME.fullmatch(text)
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups()) if match else (0,) * 4
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    if total <= 0:
-        raise PbsRefusal(
-            message=f"time limit {text!r} is not a positive [D-]HH:MM[:SS]",
-            hint="e.g. 00:30:00 or 1-12:00",
-        )
-    return _hms(total)
-
-
-def _hms(total: int) -> str:
-    return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
-
-
 def _seconds(clock: str) -> int:
+    """qstat's ``HH:MM:SS`` (hours past 24 kept) in seconds."""
     hours, minutes, seconds = (int(part) for part in clock.split(":"))
     return (hours * 60 + minutes) * 60 + seconds
 
@@ -207,7 +196,7 @@ def _directives(spec: JobSpec) -> list[str]:
         *([f"-A {_valid('account', res.account)}"] if res.account else []),
         *([f"-q {_valid('queue', queue)}"] if queue else []),
         *_chunk(spec),
-        *([f"-l walltime={walltime(res.time)}"] if res.time else []),
+        *([f"-l walltime={walltime.for_pbs(spec.time_s)}"] if spec.time_s is not None else []),
         *([f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []),
         *([f"-J 0-{len(spec.tasks) - 1}{cap}"] if spec.is_array else []),
         *([f"-W depend=afterok:{after}"] if after else []),
@@ -222,9 +211,9 @@ def _directives(spec: JobSpec) -> list[str]:
 
 
 def _warning_timer(spec: JobSpec) -> list[str]:
-    if not spec.warning_seconds or not spec.resources.time:
+    limit = spec.time_s
+    if not spec.warning_seconds or limit is None:
         return []
-    limit = _seconds(walltime(spec.resources.time))
     if spec.warning_seconds >= limit:
         raise PbsRefusal(
             message=f"warning {spec.warning_seconds} s is not before the {limit} s time limit",
@@ -293,9 +282,10 @@ def query_argvs(job_ids: Iterable[str]) -> list[list[str]]:
 
 
 def sibling_argv(names: Iterable[str]) -> list[str]:
-    """ONE qstat of the whole queue (qstat has no name filter); parse_siblings keeps ``names``."""
+    """ONE qstat of the whole queue (qstat has no name filter); parse_siblings keeps ``names``.
+    ``-t``: an array comes with its subjobs, so each target's own task state is known."""
     del names  # the filter is parse_siblings'; the argument keeps every backend's signature
-    return [*QSTAT, "-f", "-F", "json"]
+    return [*QSTAT, "-f", "-F", "json", "-t"]
 
 
 def lookup_argvs(names: Iterable[str]) -> list[list[str]]:
@@ -305,6 +295,30 @@ def lookup_argvs(names: Iterable[str]) -> list[list[str]]:
 
 def parse_lookup(outputs: Sequence[str]) -> list[str]:
     return [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
+
+
+def cancel_argv(job_ids: Iterable[str]) -> list[str]:
+    """ONE qdel: whole jobs (``123.server``, an array ``123[].server``) or subjobs
+    (``123[4].server``)."""
+    ids = list(job_ids)
+    bad = [j for j in ids if not (_FORMS["job id"][0].fullmatch(j) or _SUBJOB.fullmatch(j))]
+    if bad:
+        raise PbsOutputError(message=f"{bad[0]!r} is not a PBS job or subjob id")
+    return ["qdel", *ids]
+
+
+def task_id(job_id: str, index: int) -> str:
+    """An array's subjob: ``123[].server`` → ``123[4].server``."""
+    number, brackets, server = job_id.partition("[]")
+    if not brackets:
+        raise PbsOutputError(message=f"{job_id!r} is not an array job id (<n>[].<server>)")
+    return f"{number}[{index}]{server}"
+
+
+def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs") -> str:
+    """``-o <log_dir>/``: PBS names the file ``<job or subjob id>.OU`` (not the job name)."""
+    del name  # every backend's signature; PBS names logs by id alone
+    return f"{log_dir}/{job_id if index is None else task_id(job_id, index)}.OU"
 
 
 # --- reading qstat -f -F json ---------------------------------------------------------------
@@ -351,10 +365,7 @@ def _clock_s(value: object) -> int | None:
 
 
 def _slurm_clock(total: int | None) -> str | None:
-    if total is None:
-        return None
-    days, rest = divmod(total, 86400)
-    return f"{days}-{_hms(rest)}" if days else _hms(rest)
+    return None if total is None or total < 0 else walltime.for_slurm(total)
 
 
 def _kib(value: object) -> str | None:
@@ -397,8 +408,13 @@ def job_state(job_id: str, job: Mapping[str, Any], zone: tzinfo) -> JobState:
     )
 
 
+def _index(state: JobState) -> int:
+    return -1 if state.task is None else state.task
+
+
 def fold(parent: JobState, subjobs: Sequence[JobState]) -> JobState:
-    """A whole array from its parent's record and its subjobs' records (``qstat -t``)."""
+    """A whole array from its parent's record and its subjobs' records (``qstat -t``): the
+    folded state as the array's, and each subjob with an index as its own task."""
     states = [s.state for s in subjobs]
     finished = parent.state in FINISHED or all(s in FINISHED for s in states)
     codes = [s.exit_code for s in subjobs if s.exit_code is not None]
@@ -415,11 +431,16 @@ def fold(parent: JobState, subjobs: Sequence[JobState]) -> JobState:
         ended=parent.ended if finished else None,
         elapsed_s=max((s.elapsed_s for s in subjobs if s.elapsed_s is not None), default=None),
         max_rss=f"{max(rss)}K" if rss else None,  # the limits are per subjob: report the largest
+        tasks=MappingProxyType(
+            {s.task: s for s in sorted(subjobs, key=_index) if s.task is not None}
+        ),
     )
 
 
 def parse_states(outputs: Sequence[str], *, zone: tzinfo = timezone.utc) -> dict[str, JobState]:
-    """Every job and array in the outputs, by id; subjobs are folded into their array.
+    """Every job and array in the outputs, by id. An array's subjobs (``<n>[<i>].<server>``,
+    ``qstat -t``) are folded into its state and kept, each with its own state, exit code and
+    times, in its ``tasks`` by index (``task`` = i); a single job has no ``tasks``.
 
     ``zone`` is where qstat ran: UTC for query_argvs (``TZ=UTC0``), or a recording's own zone.
     """
@@ -430,7 +451,8 @@ def parse_states(outputs: Sequence[str], *, zone: tzinfo = timezone.utc) -> dict
             match = _SUBJOB.fullmatch(key)
             if match:
                 parent = f"{match[1]}[]{match[3]}"
-                subjobs.setdefault(parent, []).append(job_state(key, job, zone))
+                task = dataclasses.replace(job_state(key, job, zone), task=int(match[2]))
+                subjobs.setdefault(parent, []).append(task)
             else:
                 records[key] = job_state(key, job, zone)
     return {k: fold(s, subjobs[k]) if k in subjobs else s for k, s in records.items()}

@@ -1,14 +1,19 @@
 """From a manifest and a stage to the jobs to submit: one JobSpec per phase (or one for all).
 
-All selected targets of a phase fan out as ONE array job (one task per target); phases chain
-with afterok in manifest order. A smoke is the same config with the run-length args replaced by
-the manifest's `smoke.args` and its resources by `smoke.resources`. A target's command is its
-`cmd` (or the manifest's `default_cmd`) followed by each arg as `--key value`, shell-quoted.
+All selected targets of a phase fan out as ONE array job (one task per target); a phase waits
+(afterok) for every phase in its ``depends_on``. A smoke is the same config with the run-length
+args replaced by the manifest's `smoke.args` and its resources by `smoke.resources`. A target's
+command is its `cmd` (or the manifest's `default_cmd`) exactly as written (spacing and lines
+kept; one trailing newline of a YAML block dropped), followed by each arg as `--key value`,
+shell-quoted, on its last line.
 
 A manifest with a `queue` has the queue's cells as targets: the command is `default_cmd` (the
 wrapper that runs one cell, `bash scripts/run_one.v1.sh`) followed by the line's fields in order
-(`<cfg> <task> [epochs]`); a smoke may only shorten `epochs`, and writes under `runs/smoke/`
-(`CAMPAIGN_OUT`), so a later production never finds the smoke's cell "already completed".
+(`<cfg> <task> [epochs]`); a smoke may only shorten `epochs`.
+
+Every task runs with ``CAMPAIGN_STAGE`` and ``CAMPAIGN_OUT=runs/<stage>`` in its environment:
+outputs written under ``${CAMPAIGN_OUT}`` never meet another stage's, so a smoke's finished
+cell can never make a production task "already complete".
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import PurePosixPath
+from types import MappingProxyType
 from typing import Any
 
-from campaignops import manifest
+from campaignops import manifest, walltime
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
 from campaignops.queuefile import Cell
@@ -27,9 +33,15 @@ from campaignops.runner.gates import job_name
 from campaignops.runner.spec import JobSpec, Resources
 
 STAGES = ("smoke", "single", "production")
-# Where a queue cell's smoke writes: run_one skips a cell whose cell.json says completed, so a
-# smoke sharing production's directory would turn the production run into a no-op.
-SMOKE_OUT = "runs/smoke"
+# Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,
+# so a smoke sharing production's directory would turn the production run into a no-op.
+OUT_ROOT = "runs"
+STAGE_VAR = "CAMPAIGN_STAGE"
+OUT_VAR = "CAMPAIGN_OUT"
+
+
+def stage_root(stage: str) -> str:
+    return f"{OUT_ROOT}/{stage}"
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,7 @@ class PlannedJob:
     spec: JobSpec
     group: str  # the phase name, or the manifest's stem when it has no phases
     targets: tuple[str, ...]
-    after_group: str | None  # the phase this one waits for (afterok), if any
+    after_groups: tuple[str, ...] = ()  # the phases this one waits for (afterok), if any
 
 
 def _resources(*layers: Mapping[str, Any] | None) -> Resources:
@@ -67,34 +79,30 @@ def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, 
                 "run with smoke.args: {epochs: N}",
             )
         fields = " ".join(shlex.quote(str(args[k])) for k in manifest.QUEUE_FIELDS if k in args)
-        return " ".join(base.split()) + f" {fields}"
+        return _written(base) + f" {fields}"
     flags = " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in args.items())
-    return " ".join(base.split()) + (f" {flags}" if flags else "")
+    return _written(base) + (f" {flags}" if flags else "")
+
+
+def _written(base: str) -> str:
+    """The command as the manifest has it: a YAML block's one trailing newline dropped (so
+    args join its last line), nothing else touched."""
+    return base[:-1] if base.endswith("\n") else base
 
 
 def task(
     target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any], stage: str
 ) -> str:
-    """The shell line of one array task: the target's command, and for a queue cell's smoke the
-    output root that keeps it apart from production."""
-    line = command(target, doc, args)
-    return f"CAMPAIGN_OUT={SMOKE_OUT} {line}" if target.positional and stage == "smoke" else line
-
-
-def limit_seconds(time: str | None) -> int | None:
-    """``[D-]HH:MM[:SS]`` in seconds (the schema's walltime format), or None."""
-    if not time:
-        return None
-    days, _, clock = time.rpartition("-")
-    parts = [int(p) for p in clock.split(":")]
-    hours, minutes, seconds = [*parts, 0] if len(parts) == 2 else parts
-    return int(days or 0) * 86400 + hours * 3600 + minutes * 60 + seconds
+    """The shell text of one array task: the target's command (its stage's output root comes
+    from the job's environment, CAMPAIGN_OUT)."""
+    del stage  # the root is in JobSpec.env: one place for every kind of target
+    return command(target, doc, args)
 
 
 def warning(policy_seconds: int | None, time: str | None) -> int | None:
     """The warning signal's lead, only where it falls inside the time limit: a warning longer
     than a short smoke's limit would fire at once and end the job it is meant to save."""
-    limit = limit_seconds(time)
+    limit = None if time is None else walltime.parse(time)
     if policy_seconds is None or limit is None or policy_seconds >= limit:
         return None
     return policy_seconds
@@ -131,7 +139,7 @@ def plan(
             hint="pick one with --targets ID",
         )
     stem = PurePosixPath(manifest_path).stem
-    phase_deps = {p.name: (p.depends_on[0] if p.depends_on else None) for p in manifest.phases(doc)}
+    phase_deps = {p.name: p.depends_on for p in manifest.phases(doc)}
     groups: dict[str, list[manifest.Target]] = {}
     for t in targets:
         groups.setdefault(t.phase or stem, []).append(t)
@@ -151,14 +159,30 @@ def plan(
             mail_user=policy.notify_email,
             warning_seconds=warning(policy.warning_seconds, resources.time),
             requeue=policy.requeue,
+            env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
         )
-        dep = phase_deps.get(group)
         jobs.append(
             PlannedJob(
                 spec=spec,
                 group=group,
                 targets=tuple(t.id for t in members),
-                after_group=dep if dep in groups else None,
+                after_groups=tuple(d for d in phase_deps.get(group, ()) if d in groups),
             )
         )
-    return jobs
+    return _ordered(jobs)
+
+
+def _ordered(jobs: list[PlannedJob]) -> list[PlannedJob]:
+    """Every phase after the phases it waits for (its job id must exist when it is submitted);
+    otherwise manifest order. Cycles never get here: MAN005 refuses them first."""
+    done: set[str] = set()
+    out: list[PlannedJob] = []
+    pending = list(jobs)
+    while pending:
+        ready = [j for j in pending if set(j.after_groups) <= done]
+        if not ready:  # a cycle the checks let through: keep manifest order, wait for nothing
+            ready = pending[:1]
+        out.append(ready[0])
+        done.add(ready[0].group)
+        pending.remove(ready[0])
+    return out

@@ -37,6 +37,17 @@ class SchedulerRejected(CampaignError):
     exit_code = 1
 
 
+class OutcomeUnknown(CampaignError):
+    """A submission call timed out: the scheduler may have queued the job, or not. Never
+    retried (a retry could queue it twice); ``campaign status --refresh`` finds out."""
+
+    exit_code = 1
+
+
+# What `env CMD` (and a shell) exits with when CMD is not installed.
+COMMAND_NOT_FOUND = 127
+
+
 @dataclass(frozen=True)
 class Call:
     argv: tuple[str, ...]
@@ -58,23 +69,42 @@ def call(
     base_delay: float = BASE_DELAY_S,
     run: Runner = _run,
     sleep: Callable[[float], None] = time.sleep,
+    submission: bool = False,
 ) -> Call:
-    """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …); raise otherwise."""
+    """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …); raise otherwise.
+
+    A query that times out is retried like a transient error. A ``submission`` that times out
+    is not: it raises OutcomeUnknown at once, since the job may be queued already.
+    """
     last = ""
     for attempt in range(1, attempts + 1):
         try:
             proc = run(argv)
         except FileNotFoundError:
-            raise SchedulerUnavailable(
-                message=f"{argv[0]}: command not found",
-                hint="run campaign submit on the backend's submit host (see its backend page)",
-            ) from None
+            proc = subprocess.CompletedProcess(list(argv), COMMAND_NOT_FOUND, "", "not found")
         except subprocess.TimeoutExpired:
+            if submission:
+                raise OutcomeUnknown(
+                    message=f"{argv[0]} did not answer within {TIMEOUT_S:g} s: the job may or "
+                    "may not be queued",
+                    hint="campaign status --refresh finds it (by name and comment) or rules it "
+                    "out; until then no_sibling counts it as queued",
+                ) from None
             proc = subprocess.CompletedProcess(list(argv), 124, "", "timed out")
         if proc.returncode == 0:
             return Call(argv=tuple(argv), stdout=proc.stdout, attempts=attempt)
+        if proc.returncode == COMMAND_NOT_FOUND:
+            program = _program(argv)
+            raise SchedulerUnavailable(
+                message=f"{program}: command not found on this machine",
+                hint="run this on the backend's submit host (its backend page says which), or "
+                "submit to a backend this machine reaches (--backend local)",
+            )
         last = (proc.stderr or proc.stdout).strip()
-        if not TRANSIENT.search(last):
+        if proc.returncode == 124 and not submission:
+            last = last or "timed out"
+            last = f"timed out: {last}" if "timed out" not in last else last
+        if not TRANSIENT.search(last) and proc.returncode != 124:
             raise SchedulerRejected(
                 message=f"{' '.join(argv[:2])} refused: {last or f'exit {proc.returncode}'}",
                 hint="fix the request (partition, account, limits) per the backend page",
@@ -82,6 +112,14 @@ def call(
         if attempt < attempts:
             sleep(base_delay * 2 ** (attempt - 1))
     raise SchedulerUnavailable(
-        message=f"{argv[0]} failed {attempts} times: {last}",
+        message=f"{_program(argv)} failed {attempts} times: {last}",
         hint="the scheduler is down or overloaded; nothing was submitted — try again later",
     )
+
+
+def _program(argv: Sequence[str]) -> str:
+    """The scheduler command in ``argv``, past an ``env VAR=value`` prefix."""
+    words = list(argv)
+    if words and words[0] == "env":
+        words = [w for w in words[1:] if "=" not in w]
+    return words[0] if words else "?"

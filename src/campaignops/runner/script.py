@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from campaignops.runner.spec import TASK_INDEX
 
 WARNING_SIGNAL = "USR1"
+# Exit codes the rendered script itself gives a task, and the reason the ledger records.
+REASONS = {96: "precondition", 97: "output-missing"}
 
 
 def task_function(tasks: Sequence[str]) -> list[str]:

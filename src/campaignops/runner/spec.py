@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
+
+from campaignops import walltime
 
 # Slurm's state names, used on every backend.
 STATES = (
@@ -31,7 +34,7 @@ class Resources:
     queue: str | None = None
     account: str | None = None
     qos: str | None = None
-    time: str | None = None  # [D-]HH:MM[:SS]
+    time: str | None = None  # as written: read it through JobSpec.time_s (campaignops.walltime)
     nodes: int | None = None
     ntasks: int | None = None
     cpus: int | None = None
@@ -67,6 +70,14 @@ class JobSpec:
     @property
     def is_array(self) -> bool:
         return len(self.tasks) > 1
+
+    @cached_property
+    def time_s(self) -> int | None:
+        """The time limit in seconds, parsed once (walltime.parse); None: the backend's default.
+
+        Every backend renders its limit from this, never from ``resources.time``'s text.
+        """
+        return None if self.resources.time is None else walltime.parse(self.resources.time)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ cluster admins ban (the seeds' "never a polling loop").
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from campaignops import ledger, views
 from campaignops.errors import UsageError
-from campaignops.runner import backends, fingerprint, scheduler
+from campaignops.runner import backends, fingerprint, scheduler, script
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -38,7 +39,87 @@ def _sleep(seconds: float) -> None:
 class Refresh:
     queries: int  # scheduler calls made
     changed: tuple[str, ...]  # ledger ids with a new state record
-    reconciled: tuple[str, ...]  # ledger ids whose lost result was found
+    reconciled: tuple[str, ...]  # ledger ids whose lost or unknown result was found
+    ruled_out: tuple[str, ...] = ()  # ledger ids the scheduler never queued
+
+
+# An unresolved submission younger than this may still be in its scheduler call (another
+# process is submitting it): it is looked up, but not yet declared never queued.
+NEVER_QUEUED_AFTER_S = 300.0
+# A job found by name (no comment to match) must have been submitted this close to the intent.
+CLOCK_SKEW_S = 120.0
+
+
+def is_open(job: ledger.Job) -> bool:
+    """May still change: not refused, and not known to have ended."""
+    return not job.error and job.state not in FINISHED
+
+
+def reason_of(state: str, exit_code: int | None) -> str | None:
+    """What a task's exit code says beyond its state (the rendered script's own codes)."""
+    return script.REASONS.get(exit_code) if state == "FAILED" and exit_code is not None else None
+
+
+def _task_entry(state: JobState) -> dict[str, object]:
+    signature = (
+        fingerprint.failure_signature(state.state, state.exit_code, None, None)
+        if state.state in FINISHED and state.state != "COMPLETED"
+        else None
+    )
+    return lw.task_fields(
+        state, signature=signature, reason=reason_of(state.state, state.exit_code)
+    )
+
+
+def _changed(job: ledger.Job, index: int, entry: dict[str, object]) -> bool:
+    tasks = job.record.get("tasks")
+    known = tasks.get(str(index)) if isinstance(tasks, dict) else None
+    known = known if isinstance(known, dict) else {}
+    return any(known.get(k) != v for k, v in entry.items())
+
+
+def judge(job: ledger.Job, state: JobState) -> tuple[JobState, dict[int, dict[str, object]]]:
+    """The job's state for the ledger, and the entries of its tasks that changed. An array is
+    finished only when each of its targets' tasks has ended (a scheduler that folds an array
+    early, or accounts some tasks late, does not end it)."""
+    size = len(job.targets)
+    entries: dict[int, dict[str, object]] = {}
+    if size > 1:
+        for index, task in state.tasks.items():
+            if 0 <= index < size:
+                entry = _task_entry(task)
+                if _changed(job, index, entry):
+                    entries[index] = entry
+        ended = all(
+            index in state.tasks and state.tasks[index].state in FINISHED for index in range(size)
+        )
+        if state.state in FINISHED and not ended:
+            state = dataclasses.replace(state, state="RUNNING", exit_code=None, ended=None)
+    reason = reason_of(state.state, state.exit_code)
+    if reason is not None and state.reason is None:
+        state = dataclasses.replace(state, reason=reason)
+    return state, entries
+
+
+def _match(job: ledger.Job, found: dict[str, JobState], claimed: set[str]) -> JobState | None:
+    """The scheduler's job for a submission whose result was lost: by the comment carrying its
+    ledger id, else (a scheduler that keeps no comment) the first unclaimed job of its name
+    submitted at or after the intent."""
+    candidates = [s for s in found.values() if s.job_id not in claimed]
+    by_comment = next((s for s in candidates if s.comment and job.ledger_id in s.comment), None)
+    if by_comment is not None:
+        return by_comment
+    since = ledger.parse_time(job.first_time)
+    named = [
+        s
+        for s in candidates
+        if s.name == job.text("name")
+        and not s.comment
+        and since is not None
+        and (when := ledger.parse_time(s.submitted)) is not None
+        and (when - since).total_seconds() >= -CLOCK_SKEW_S
+    ]
+    return min(named, key=lambda s: s.submitted or "", default=None)
 
 
 def refresh(
@@ -50,46 +131,61 @@ def refresh(
     history = ledger.read(root)
     by_backend: dict[str, list[ledger.Job]] = {}
     for job in history.jobs:
-        if job.text("error") or job.state in FINISHED:
-            continue
-        by_backend.setdefault(job.text("backend") or "local", []).append(job)
-    queries = 0
+        if is_open(job):
+            by_backend.setdefault(job.text("backend") or "local", []).append(job)
+    calls = 0
+
+    def counted(argv: Sequence[str]) -> scheduler.Call:
+        nonlocal calls
+        calls += 1
+        return call(argv)
+
     records: list[dict[str, object]] = []
     changed: list[str] = []
     reconciled: list[str] = []
+    ruled_out: list[str] = []
+    claimed = {j.job_id for j in history.jobs if j.job_id}
     for name, jobs in sorted(by_backend.items()):
         be = backends.for_page(name, backends.page(root, name), root=root)
-        lost = [j for j in jobs if not j.text("job_id")]
-        if lost:
-            # Find a lost submission by its comment (ledger id) among the scheduler's jobs.
-            names = sorted({str(j.record.get("name") or "") for j in lost} - {""})
-            out = call(be.sibling_argv(names)).stdout if names else ""
-            queries += bool(names)
-            found = be.parse_siblings(out, names) if names else ()
-            for j in lost:
-                match = next((s for s in found if s.comment and j.ledger_id in s.comment), None)
-                if match is not None:
-                    records.append(
-                        lw.result_record(
-                            ledger_id=j.ledger_id,
-                            time=now(),
-                            job_id=match.job_id,
-                            state=match.state,
-                        )
+        lost = [j for j in jobs if not j.job_id]
+        names = sorted({str(j.text("name")) for j in lost if j.text("name")})
+        found = be.lookup(names, counted) if names else {}
+        for j in lost:
+            match = _match(j, found, claimed)
+            if match is not None:
+                claimed.add(match.job_id)
+                state, entries = judge(j, match)
+                records.append(
+                    lw.result_record(ledger_id=j.ledger_id, time=now(), job_id=match.job_id)
+                )
+                records.append(
+                    lw.state_record(ledger_id=j.ledger_id, time=now(), state=state, tasks=entries)
+                )
+                reconciled.append(j.ledger_id)
+                continue
+            since = ledger.parse_time(j.first_time)
+            if since is not None and (now() - since).total_seconds() >= NEVER_QUEUED_AFTER_S:
+                records.append(
+                    lw.result_record(
+                        ledger_id=j.ledger_id,
+                        time=now(),
+                        job_id=None,
+                        error="never queued: the scheduler holds no job of this submission",
                     )
-                    reconciled.append(j.ledger_id)
-        ids = {j.text("job_id"): j for j in jobs if j.text("job_id")}
+                )
+                ruled_out.append(j.ledger_id)
+        ids = {str(j.job_id): j for j in jobs if j.job_id}
         if not ids:
             continue
-        argvs = be.query_argvs(sorted(k for k in ids if k))
-        outputs = [call(a).stdout for a in argvs]
-        queries += len(argvs)
+        outputs = [counted(a).stdout for a in be.query_argvs(sorted(ids))]
         states: dict[str, JobState] = be.parse_states(outputs)
         for job_id, job in ids.items():
-            state = states.get(job_id or "")
-            if state is None or (
-                state.state == job.state and state.exit_code == job.record.get("exit_code")
-            ):
+            seen = states.get(job_id)
+            if seen is None:
+                continue
+            state, entries = judge(job, seen)
+            same = state.state == job.state and state.exit_code == job.record.get("exit_code")
+            if same and not entries:
                 continue
             signature = (
                 fingerprint.failure_signature(state.state, state.exit_code, None, None)
@@ -98,19 +194,29 @@ def refresh(
             )
             records.append(
                 lw.state_record(
-                    ledger_id=job.ledger_id, time=now(), state=state, signature=signature
+                    ledger_id=job.ledger_id,
+                    time=now(),
+                    state=state,
+                    signature=signature,
+                    tasks=entries,
                 )
             )
             changed.append(job.ledger_id)
     if records:
         lw.append(root, records)
     views.render_all(root=root, write=True)
-    return Refresh(queries=queries, changed=tuple(changed), reconciled=tuple(reconciled))
+    return Refresh(
+        queries=calls,
+        changed=tuple(changed),
+        reconciled=tuple(reconciled),
+        ruled_out=tuple(ruled_out),
+    )
 
 
 def unfinished(root: Path) -> int:
-    """How many recorded jobs may still change state (submitted, not finished, not failed)."""
-    return sum(1 for j in ledger.read(root).jobs if not j.text("error") and j.state not in FINISHED)
+    """How many recorded jobs may still change state (not refused, not ended; a submission
+    whose outcome is unknown counts until a refresh finds it or rules it out)."""
+    return sum(1 for j in ledger.read(root).jobs if is_open(j))
 
 
 def watch(

@@ -1,8 +1,12 @@
-"""`campaign submit`: gates, then one scheduler call per planned job, recorded in the ledger.
+"""`campaign submit`: a preflight (every gate's verdict and the scripts), then the execution.
+
+``preflight`` is what ``--dry-run`` shows and what a real submission must pass; it asks the
+scheduler once (the no_sibling query). ``submit`` runs both under the campaign-wide submit lock,
+so two submits of one target cannot both pass no_sibling.
 
 Order of writes for each job: the rendered script, an intent record, the scheduler call, a
-result record (job id or error). A crash between intent and result is reconciled by
-`campaign status` through the job's name and comment.
+result record (job id, error, or an unknown outcome). Once the scheduler accepted a job, what
+follows (the wrapper lock, STATUS.md, the commit) can only warn: the job is queued and recorded.
 """
 
 from __future__ import annotations
@@ -15,19 +19,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger, lockfile, queuefile, views, yamldoc
+from campaignops import layout, ledger, lockfile, queuefile, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.checks import manifests as man_checks
 from campaignops.checks import queues as queue_checks
 from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.files import FileReader
+from campaignops.manifest import targets as manifest_targets
 from campaignops.runner import backends, fingerprint, gates, gitfacts, named, plan, scheduler
 from campaignops.runner import ledger_writer as lw
+from campaignops.runner.recording import Warned, after_submission
+from campaignops.runner.submitlock import held
 
 JOBS_DIR = ".campaign/jobs"
 WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0-9]+)")
+# What a dry run's script shows where the ledger id and commit will go: a syntactically valid
+# id and commit, so every backend's validator accepts the preview.
+PREVIEW_LEDGER_ID = "L00000000T000000Z-000000000000"
+PREVIEW_COMMIT = "0" * 40
 
 Call = Callable[[Sequence[str]], scheduler.Call]
+
+
+class BackendUnreachable(CampaignError):
+    """This machine cannot reach the backend's scheduler (no command, no controller)."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -40,7 +57,7 @@ class Planned:
 @dataclass(frozen=True)
 class Submitted:
     ledger_id: str
-    job_id: str
+    job_id: str | None  # None: the outcome is unknown (the call timed out)
     name: str
     targets: tuple[str, ...]
 
@@ -51,9 +68,29 @@ class Outcome:
     planned: tuple[Planned, ...]
     submitted: tuple[Submitted, ...] = ()
     commit: str | None = None
+    warnings: tuple[Warned, ...] = ()
+    unreachable: str | None = None  # dry run: why no_sibling was not checked
+    note: str | None = None  # e.g. --failed with nothing to resubmit
 
 
-def _yaml(root: Path, rel: str) -> Any:
+@dataclass(frozen=True)
+class Preflight:
+    """Everything a submission needs, read once: the plan, the gates' verdicts, the facts."""
+
+    root: Path
+    name: str  # the backend
+    backend: backends.Backend
+    policy: policy_mod.Policy
+    manifest: str
+    stage: str
+    planned: tuple[Planned, ...]
+    fingerprints: dict[str, str]
+    wrappers: tuple[str, ...]
+    head: str | None
+    unreachable: str | None
+
+
+def _yaml(root: Path, rel: str) -> tuple[str, Any]:
     path = root / rel
     try:
         text = path.read_text(encoding="utf-8")
@@ -111,7 +148,31 @@ def queue_cells(root: Path, rel: str) -> tuple[tuple[queuefile.Cell, ...], dict[
     return parsed.cells, digests
 
 
-def submit(
+def failed_targets(jobs: Sequence[ledger.Job], stage: str, among: Sequence[str]) -> list[str]:
+    """Targets (of ``among``) whose latest attempt at ``stage`` ended without success."""
+    latest = ledger.latest_attempts(jobs, stage)
+    out = []
+    for target in among:
+        task = latest.get(target)
+        if task is not None and task.finished and not task.succeeded:
+            out.append(target)
+    return out
+
+
+def _reach(be: backends.Backend, name: str, call: Call, *, dry_run: bool) -> tuple[Any, str | None]:
+    """The no_sibling query's answer (live jobs), or, in a dry run, None and why it failed."""
+    try:
+        return be.parse_live(call(be.sibling_argv(())).stdout), None
+    except scheduler.SchedulerUnavailable as exc:
+        if dry_run:
+            return None, exc.message
+        raise BackendUnreachable(
+            message=f"this machine cannot reach backend {name}: {exc.message}",
+            hint=f"{exc.hint}; nothing was submitted",
+        ) from None
+
+
+def preflight(
     *,
     root: Path,
     manifest: str,
@@ -121,10 +182,10 @@ def submit(
     after: str | None = None,
     dry_run: bool = False,
     override: str | None = None,
-    commit: bool = False,
-    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+    failed: bool = False,
     call: Call = scheduler.call,
-) -> Outcome:
+) -> Preflight | None:
+    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
     _, policy_doc = _yaml(root, layout.POLICY_FILE)
     policy = policy_mod.from_data(policy_doc)
     if layout.QUEUE in layout.kinds_of(manifest, policy.globs):
@@ -152,7 +213,7 @@ def submit(
         or (policy.backends[0] if policy.backends else "local")
     )
     page_rel = backends.page_path(name)
-    page = backends.page(root, name)
+    page = backends.page(root, name) if name in policy.backends else None
     # An unlisted backend or a missing page is the authorized gate's refusal, even under
     # --dry-run: with no backend there is no script to show.
     gates.require((gates.authorized(name, policy=policy, page=page),))
@@ -160,13 +221,20 @@ def submit(
     cells, configs = (
         queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ((), {})
     )
+    history = ledger.read(root)
+    only = list(targets)
+    if failed:
+        every = [t.id for t in manifest_targets(doc, cells)]
+        only = failed_targets(history.jobs, stage, only or every)
+        if not only:
+            return None
     jobs = plan.plan(
         doc=doc,
         manifest_path=manifest,
         stage=stage,
         policy=policy,
         workdir=str(root),
-        only=targets,
+        only=only,
         cells=cells,
     )
     if after:
@@ -190,10 +258,7 @@ def submit(
         *named.files_named(tasks, root),
     )
     repo = gitfacts.repo_facts(root, paths)
-    history = ledger.read(root)
-    names = [j.spec.name for j in jobs]
-    # One scheduler query for the sibling gate, whatever the number of targets.
-    active = be.parse_siblings(call(be.sibling_argv(names)).stdout, names)
+    active, unreachable = _reach(be, name, call, dry_run=dry_run)
     planned: list[Planned] = []
     for job in jobs:
         request = gates.Request(
@@ -207,6 +272,8 @@ def submit(
             queue=job.spec.resources.queue,
             override=override,
             scheduler=be.module,
+            time_s=job.spec.time_s,
+            smoke_max_minutes=policy.smoke_max_minutes,
         )
         verdicts = gates.evaluate(
             request,
@@ -218,22 +285,47 @@ def submit(
             jobs=history.jobs,
             active=active,
         )
-        preview = dataclasses.replace(job.spec, comment=f"<ledger-id> {repo.head or '<commit>'}")
+        comment = f"{PREVIEW_LEDGER_ID} {repo.head or PREVIEW_COMMIT}"
+        preview = dataclasses.replace(job.spec, comment=comment)
         planned.append(Planned(job=job, verdicts=verdicts, script=be.render(preview)))
-    if dry_run:
-        return Outcome(backend=name, planned=tuple(planned))
-    for p in planned:
-        gates.require(p.verdicts)
-    assert repo.head is not None  # the committed gate passed
+    return Preflight(
+        root=root,
+        name=name,
+        backend=be,
+        policy=policy,
+        manifest=manifest,
+        stage=stage,
+        planned=tuple(planned),
+        fingerprints=fps,
+        wrappers=wrappers,
+        head=repo.head,
+        unreachable=unreachable,
+    )
+
+
+def _array(spec: Any) -> str | None:
+    if not spec.is_array:
+        return None
+    return f"0-{len(spec.tasks) - 1}" + (f"%{spec.max_parallel}" if spec.max_parallel else "")
+
+
+def execute(
+    pre: Preflight, *, now: Callable[[], dt.datetime], call: Call
+) -> tuple[list[Submitted], CampaignError | None]:
+    """Submit each planned job (gates already passed): intent, one scheduler call, result.
+    Returns what was submitted, and the error that stopped a later job (earlier jobs stay
+    submitted and recorded)."""
+    root, be = pre.root, pre.backend
+    assert pre.head is not None  # the committed gate passed
     done: list[Submitted] = []
     ids_by_group: dict[str, str] = {}
-    for p in planned:
+    for p in pre.planned:
         job = p.job
         lid = lw.new_ledger_id(now())
-        after_ids = job.spec.after + (
-            (ids_by_group[job.after_group],) if job.after_group in ids_by_group else ()
+        after_ids = job.spec.after + tuple(
+            ids_by_group[g] for g in job.after_groups if g in ids_by_group
         )
-        spec = dataclasses.replace(job.spec, comment=f"{lid} {repo.head}", after=after_ids)
+        spec = dataclasses.replace(job.spec, comment=f"{lid} {pre.head}", after=after_ids)
         script = root / JOBS_DIR / f"{lid}.sh"
         script.parent.mkdir(parents=True, exist_ok=True)
         (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
@@ -245,34 +337,57 @@ def submit(
                 lw.intent_record(
                     ledger_id=lid,
                     time=now(),
-                    campaign=policy.name,
-                    backend=name,
-                    stage=stage,
+                    campaign=pre.policy.name,
+                    backend=pre.name,
+                    stage=pre.stage,
                     targets=job.targets,
-                    fingerprint=fingerprint.submission_fingerprint(fps, job.targets),
-                    commit=repo.head,
+                    fingerprint=fingerprint.submission_fingerprint(pre.fingerprints, job.targets),
+                    fingerprints={t: pre.fingerprints[t] for t in job.targets},
+                    commit=pre.head,
                     name=spec.name,
-                    manifest=manifest,
-                    wrappers={w: lockfile.digest((root / w).read_bytes()) for w in wrappers},
-                    array=(
-                        f"0-{len(spec.tasks) - 1}"
-                        + (f"%{spec.max_parallel}" if spec.max_parallel else "")
-                    )
-                    if spec.is_array
-                    else None,
+                    manifest=pre.manifest,
+                    wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
+                    array=_array(spec),
                     after=after_ids,
                     override=breaker.override if breaker else None,
+                    stage_root=plan.stage_root(pre.stage),
                 )
             ],
         )
         try:
             out = call(be.submit_argv(str(script)))
+        except scheduler.OutcomeUnknown as exc:
+            record = lw.result_record(
+                ledger_id=lid, time=now(), job_id=None, outcome="unknown", reason=exc.message
+            )
+            lw.append(root, [record])
+            done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
+            return done, exc
+        except CampaignError as exc:
+            record = lw.result_record(ledger_id=lid, time=now(), job_id=None, error=exc.message)
+            lw.append(root, [record])
+            return done, exc
+        try:
             job_id = be.parse_job_id(out.stdout)
         except CampaignError as exc:
+            # The scheduler said yes in words we cannot read: the job may well be queued.
             lw.append(
-                root, [lw.result_record(ledger_id=lid, time=now(), job_id=None, error=exc.message)]
+                root,
+                [
+                    lw.result_record(
+                        ledger_id=lid,
+                        time=now(),
+                        job_id=None,
+                        outcome="unknown",
+                        reason=exc.message,
+                    )
+                ],
             )
-            raise
+            done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
+            return done, scheduler.OutcomeUnknown(
+                message=exc.message,
+                hint="campaign status --refresh finds the job by name and comment",
+            )
         lw.append(
             root,
             [
@@ -283,21 +398,71 @@ def submit(
         )
         ids_by_group[job.group] = job_id
         done.append(Submitted(ledger_id=lid, job_id=job_id, name=spec.name, targets=job.targets))
-    if wrappers:
-        lockfile.lock(root=root, paths=list(wrappers), cwd=root, today=now().date())
-    views.render_all(root=root, write=True)
-    sha = _commit(root, done) if commit else None
-    return Outcome(backend=name, planned=tuple(planned), submitted=tuple(done), commit=sha)
+    return done, None
 
 
-def _commit(root: Path, done: Sequence[Submitted]) -> str:
-    import git
+def submit(
+    *,
+    root: Path,
+    manifest: str,
+    stage: str,
+    targets: Sequence[str] = (),
+    backend: str | None = None,
+    after: str | None = None,
+    dry_run: bool = False,
+    override: str | None = None,
+    commit: bool = False,
+    failed: bool = False,
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
+    call: Call = scheduler.call,
+) -> Outcome:
+    def submitting(argv: Sequence[str]) -> scheduler.Call:
+        # The submission call itself is never retried after a timeout (see OutcomeUnknown);
+        # an injected call (tests, benchmarks) decides for itself.
+        if call is scheduler.call:
+            return scheduler.call(argv, submission=True)
+        return call(argv)
 
-    repo = git.Repo(root, search_parent_directories=True)
-    # The scripts as submitted are committed too: the job's exact text stays with its id.
-    scripts = [f"{JOBS_DIR}/{s.ledger_id}.sh" for s in done]
-    kept = (layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md", *scripts)
-    files = [p for p in kept if (root / p).exists()]
-    repo.index.add([str(root / p) for p in files])
-    jobs = ", ".join(f"{s.name} ({s.job_id})" for s in done)
-    return str(repo.index.commit(f"Submit {jobs}").hexsha)
+    with held(root, wait=not dry_run):
+        pre = preflight(
+            root=root,
+            manifest=manifest,
+            stage=stage,
+            targets=targets,
+            backend=backend,
+            after=after,
+            dry_run=dry_run,
+            override=override,
+            failed=failed,
+            call=call,
+        )
+        if pre is None:
+            return Outcome(
+                backend=backend or "",
+                planned=(),
+                note=f"nothing to resubmit: no target's latest {stage} ended without success",
+            )
+        if dry_run:
+            return Outcome(backend=pre.name, planned=pre.planned, unreachable=pre.unreachable)
+        for p in pre.planned:
+            gates.require(p.verdicts)
+        done, stopped = execute(pre, now=now, call=submitting)
+    if stopped is not None and not done:
+        raise stopped
+    sha, warnings = after_submission(
+        root=root,
+        wrappers=pre.wrappers,
+        today=now().date(),
+        submitted=done,
+        commit=commit,
+        push=pre.policy.require_pushed,
+    )
+    if stopped is not None:
+        warnings = (*warnings, Warned(step="submit", message=stopped.message, hint=stopped.hint))
+    return Outcome(
+        backend=pre.name,
+        planned=pre.planned,
+        submitted=tuple(done),
+        commit=sha,
+        warnings=tuple(warnings),
+    )

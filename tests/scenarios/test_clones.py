@@ -1,0 +1,91 @@
+"""Story: two clones of one campaign each submit a smoke, then one pulls the other.
+
+Real git (clone, commit through `campaign submit --commit`, pull with a merge), real local jobs.
+The campaign's .gitattributes merges the ledger and STATUS.md by union, so the pull never
+conflicts; the job ids of the two clones differ though both counters start at 1; STATUS.md's
+generated blocks are out of date after the merge until `campaign render`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from campaignops import ledger
+from campaignops.runner import local
+from tests.conftest import git
+
+RECORDS = (".campaign/ledger.jsonl", "STATUS.md")
+
+
+@pytest.fixture
+def clones(tmp_path: Path, run, monkeypatch) -> Iterator[tuple[Path, Path]]:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
+    for name in ("alice", "bob"):
+        git(tmp_path, "clone", "-q", "demo", name)
+    yield tmp_path / "alice", tmp_path / "bob"
+    for root in (tmp_path / "alice", tmp_path / "bob"):
+        state = root / ".campaign/local"
+        for job_id in local.list_jobs(state):
+            subprocess.run(local.cancel_argv([job_id], state_root=str(state)), check=False)
+
+
+def smoke(run, root: Path, monkeypatch: pytest.MonkeyPatch) -> ledger.Job:  # type: ignore[no-untyped-def]
+    """Submit the example smoke from ``root`` with --commit; wait until it completed."""
+    monkeypatch.chdir(root)
+    done = run("submit", "manifests/example.yaml", "--stage", "smoke", "--commit")
+    assert done.code == 0, done.err
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert run("status", "--refresh").code == 0
+        job = ledger.read(root).jobs[-1]
+        if job.state == "COMPLETED":
+            git(root, "commit", "-qm", "smoke completed", "--", *RECORDS)
+            return job
+        time.sleep(0.5)
+    raise AssertionError(f"the smoke in {root.name} did not complete")
+
+
+def test_two_clones_merge_without_conflict_and_render_repairs_status(  # type: ignore[no-untyped-def]
+    clones: tuple[Path, Path], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice, bob = clones
+    first = smoke(run, alice, monkeypatch)
+    second = smoke(run, bob, monkeypatch)
+    # Both counters started at 1 in their own .campaign/local; the ids still differ.
+    assert local.job_number(str(first.job_id)) == local.job_number(str(second.job_id)) == 1
+    assert first.job_id != second.job_id
+
+    pulled = subprocess.run(
+        ["git", "-c", "user.name=Bob", "-c", "user.email=bob@example.org", "pull", "-q",
+         "--no-rebase", "--no-edit", str(alice), "HEAD"],
+        cwd=bob, capture_output=True, text=True,
+    )  # fmt: skip
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert git(bob, "status", "--porcelain", "--untracked-files=no") == ""
+    assert len(git(bob, "rev-list", "--merges", "HEAD").split()) == 1  # a real merge
+
+    merged = ledger.read(bob)
+    assert merged.skipped == ()
+    assert {j.ledger_id: (j.job_id, j.state) for j in merged.jobs} == {
+        first.ledger_id: (first.job_id, "COMPLETED"),
+        second.ledger_id: (second.job_id, "COMPLETED"),
+    }
+    for job in (first, second):
+        assert (bob / f".campaign/jobs/{job.ledger_id}.sh").is_file()
+
+    monkeypatch.chdir(bob)
+    stale = run("check", "--select", "VIEW", "--format", "json")
+    assert stale.code == 1
+    assert {(path, code) for path, _, code in stale.where()} == {("STATUS.md", "VIEW001")}
+    hints = {str(f["hint"]) for f in stale.json()["findings"]}
+    assert all("run campaign render (also after a merge" in h for h in hints)
+    assert run("render").code == 0
+    assert run("check", "--select", "VIEW").code == 0
+    status = (bob / "STATUS.md").read_text()
+    assert str(first.job_id) in status and str(second.job_id) in status

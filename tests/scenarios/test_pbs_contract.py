@@ -1,0 +1,154 @@
+"""PBS through `campaign submit` and `campaign status`, end to end, against a CONTRACT REPLAY.
+
+No PBS server can run here. PATH starts with tests/runner/pbs_contract/bin, whose qsub, qstat,
+qselect and qdel apply OpenPBS's own rules (each rewritten from the OpenPBS source it cites)
+and keep their jobs in a state directory; ``cycle()`` plays the scheduler's pass that runs the
+queued jobs with bash. The campaign is the template's, with generic-pbs as its smoke backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from campaignops import ledger
+from campaignops.runner import pbs, scheduler
+from tests.conftest import git
+from tests.runner.expected import EXIT, TRAPS, WAIT, case
+from tests.runner.pbs_contract import BIN, STATE_ENV, cycle
+
+SERVER = "pbs-contract-01.example"
+THREE = """\
+backend: generic-pbs
+resources: {time: "00:05:00", cpus: 1}
+jobs:
+  - id: good
+    cmd: echo good
+  - id: bad
+    cmd: bash -c "echo bad input >&2; exit 3"
+  - id: fine
+    cmd: echo fine
+"""
+
+
+@pytest.fixture
+def camp(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(STATE_ENV, str(tmp_path / "pbs-server"))
+    monkeypatch.setenv("PBS_CONTRACT_SERVER", SERVER)
+    monkeypatch.setenv("PBS_CONTRACT_QUEUES", "debug,compute")  # the generic-pbs page's
+    monkeypatch.chdir(tmp_path)
+    made = run(
+        "new", "pb", "--defaults", "--data", "backends=generic-pbs,local",
+        "--data", "smoke_backend=generic-pbs", "--data", "require_pushed=no",
+    )  # fmt: skip
+    assert made.code == 0, made.err
+    monkeypatch.chdir(tmp_path / "pb")
+    return tmp_path / "pb"
+
+
+def commit(root: Path, rel: str, text: str) -> str:
+    (root / rel).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", f"add {rel}")
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def queued_jobs(tmp_path: Path) -> dict[str, object]:
+    """What the replayed server holds: nothing until qsub accepted a job."""
+    path = tmp_path / "pbs-server" / "jobs.json"
+    return json.loads(path.read_text())["jobs"] if path.exists() else {}
+
+
+def shown_script(out: str) -> str:
+    return out.split("-- the script that would be submitted:\n", 1)[1].split("\ndry run:", 1)[0]
+
+
+def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    head = git(camp, "rev-parse", "HEAD").strip()
+    dry = run("submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "dry run: nothing submitted; a submit would pass every gate" in dry.out
+    commands = [
+        f"python3 scripts/smoke_task.py --config configs/example/{cfg}.yaml --task {task}"
+        f" --out ${{CAMPAIGN_OUT}}/example/{cfg}_{task} --epochs 2"
+        for cfg in ("baseline", "wide")
+        for task in ("reconstruction", "segmentation")
+    ]
+    assert shown_script(dry.out) == (
+        "#!/bin/bash\n"
+        "#PBS -N pb.example.smoke\n"
+        "#PBS -l select=1:ncpus=1:mem=1gb\n"
+        "#PBS -l place=scatter\n"
+        "#PBS -l walltime=00:05:00\n"
+        "#PBS -J 0-3%2\n"
+        f"#PBS -o {camp}/logs/\n"
+        "#PBS -j oe\n"
+        "#PBS -k doe\n"
+        "#PBS -m ae\n"
+        "#PBS -M owner@example.org\n"
+        "#PBS -r y\n"
+        # The preview's stand-in ledger id has the real one's shape: qsub and pbs.py take it.
+        f"#PBS -v CAMPAIGN_COMMENT=L00000000T000000Z-000000000000:{head}\n"
+        "# Rendered by campaignops from a committed manifest: change that, not this.\n"
+        "set -euo pipefail\n"
+        f"cd {camp}\n"
+        'export CAMPAIGN_TASK_INDEX="${PBS_ARRAY_INDEX:-0}"\n'
+        "export CAMPAIGN_OUT=runs/smoke\n"
+        "export CAMPAIGN_STAGE=smoke\n" + TRAPS + case(*commands) + WAIT + EXIT
+    )
+    assert queued_jobs(camp.parent) == {} and ledger.read(camp).jobs == ()
+    # The shown script is what qsub accepts: the replay takes it as it stands.
+    (camp / "preview.sh").write_text(shown_script(dry.out))
+    assert pbs.parse_job_id(scheduler.call(["qsub", str(camp / "preview.sh")]).stdout)
+    refused = run("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
+    assert refused.code == 1 and "gate smoke_first  REFUSE" in refused.out
+    assert "#PBS -N pb.example.production" in shown_script(refused.out)
+
+
+def test_submit_then_refresh_records_each_task_contract_replay(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    commit(camp, "manifests/three.yaml", THREE)
+    smoke = run("submit", "manifests/three.yaml", "--stage", "smoke")
+    assert smoke.code == 0, smoke.err
+    job_id = f"1000[].{SERVER}"
+    assert f"submitted pb.three.smoke as job {job_id}" in smoke.out
+    (job,) = ledger.read(camp).jobs
+    assert (job.record["job_id"], job.state, job.targets) == (
+        job_id,
+        "PENDING",
+        ("good", "bad", "fine"),
+    )
+    again = run("submit", "manifests/three.yaml", "--stage", "smoke")
+    assert again.code == 1 and "no_sibling" in again.err and job_id in again.err
+    assert cycle() == [job_id]
+    refreshed = run("status", "--refresh")
+    assert refreshed.code == 0, refreshed.err
+    (job,) = ledger.read(camp).jobs
+    assert (job.state, job.record["exit_code"]) == ("FAILED", 3)
+    assert job.record["started"] and job.record["ended"]
+    # Each target's own task, recorded by that refresh from its one qstat -x -t call.
+    own = {t: (task.state, task.exit_code) for t in job.targets if (task := job.task(t))}
+    assert own == {"good": ("COMPLETED", 0), "bad": ("FAILED", 3), "fine": ("COMPLETED", 0)}
+    tasks = [job.task(t) for t in job.targets]
+    assert all(t and t.ended and t.started and t.started <= t.ended for t in tasks)
+    status = (camp / "STATUS.md").read_text()
+    assert f"| bad | FAILED exit 3 ({job_id} task 1) |" in status
+    log = camp / "logs" / f"1000[1].{SERVER}.OU"
+    assert log.read_text() == "bad input\n"  # -j oe -k doe: the task's own log, in place
+
+
+def test_a_name_qsub_would_refuse_is_refused_before_the_call_contract_replay(  # type: ignore[no-untyped-def]
+    camp: Path, run
+) -> None:
+    """A target id may hold '=' (manifest schema); PBS's -N may not (check_job_name)."""
+    commit(
+        camp, "manifests/lr.yaml", "backend: generic-pbs\njobs:\n  - {id: lr=0.1, cmd: 'true'}\n"
+    )
+    for extra in ((), ("--dry-run",)):
+        refused = run("submit", "manifests/lr.yaml", "--stage", "smoke", *extra)
+        assert refused.code == 1
+        assert "job name 'pb.lr=0.1.smoke' may hold only letters, digits and _ . + -" in refused.err
+    assert queued_jobs(camp.parent) == {} and ledger.read(camp).jobs == ()
