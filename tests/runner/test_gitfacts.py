@@ -15,7 +15,7 @@ import pytest
 from campaignops import yamldoc
 from campaignops.policy import Policy, from_data
 from campaignops.runner import gitfacts
-from campaignops.runner.gates import committed
+from campaignops.runner.committed import committed
 from campaignops.runner.gitfacts import ASSUME_UNCHANGED, SKIP_WORKTREE, Route, blob_id, route
 from tests.conftest import git
 
