@@ -446,3 +446,19 @@ def test_an_edit_that_keeps_size_and_mtime_fools_git_status_not_the_gate(repo: P
     git(repo, "add", "configs/baseline.yaml")
     git(repo, "commit", "-qm", "the edit, committed")
     assert verdict(repo).passed
+
+
+def test_a_replaced_head_is_compared_with_the_commit_itself(repo: Path) -> None:
+    """`git replace` makes HEAD's id show another commit's tree, locally only: the recorded
+    commit would not hold what ran."""
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / MANIFEST).write_text((repo / MANIFEST).read_text() + "# only in the replacement\n")
+    git(repo, "commit", "-qam", "the replacement")
+    other = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "reset", "-q", "--soft", head)
+    git(repo, "replace", head, other)
+    git(repo, "reset", "-q", "--hard", head)
+    assert status(repo) == "" and "# only in the replacement" in (repo / MANIFEST).read_text()
+    facts = gitfacts.repo_facts(repo, PATHS)
+    assert facts.head == head and MANIFEST in facts.dirty
+    assert not verdict(repo).passed

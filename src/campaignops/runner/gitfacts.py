@@ -65,7 +65,9 @@ def _git(top: Path, *args: str, stdin: bytes | None = None, ok: Sequence[int] = 
     # Literal pathspecs: a campaign directory named "a*b" is a name, not a pattern (check-ignore
     # reads paths from stdin, and refuses the option).
     literal = [] if args[0] == "check-ignore" else ["--literal-pathspecs"]
-    argv = ["git", *literal, "--no-optional-locks", "-C", str(top), *args]
+    # HEAD's own objects: a local `git replace` would show another tree under HEAD's id, one
+    # no clone holds (refs/replace/ is not pushed by default).
+    argv = ["git", *literal, "--no-replace-objects", "--no-optional-locks", "-C", str(top), *args]
     proc = subprocess.run(argv, input=stdin, capture_output=True, check=False)
     if proc.returncode not in ok:
         raise GitError(
