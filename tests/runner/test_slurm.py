@@ -535,10 +535,17 @@ def test_sibling_query_and_lookup_find_a_pending_job_by_name(
     names = ["demo.held.production", "demo.held.smoke"]
     found = slurm.parse_siblings(sh(*slurm.sibling_argv(names)), names)
     assert [(j.job_id, j.state, j.comment) for j in found] == [(job_id, "PENDING", "L-9 f00")]
-    assert job_id in slurm.parse_lookup([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    looked = slurm.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    assert (looked[job_id].state, looked[job_id].comment) == ("PENDING", "L-9 f00")
     sh("scancel", job_id)
     wait_for([job_id])
     assert slurm.parse_siblings(sh(*slurm.sibling_argv(names)), names) == ()
+    # Once it has ended the lookup still finds it (sacct), which is how a lost result of a
+    # finished job is recovered (tests/scenarios: a lost result found after the job ended).
+    ids = slurm.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    assert list(ids) == [job_id]
+    ended = slurm.parse_states([sh(*argv) for argv in slurm.query_argvs(ids)])
+    assert ended[job_id].state == "CANCELLED"
 
 
 @pytest.mark.slurm
