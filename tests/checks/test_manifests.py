@@ -447,3 +447,13 @@ def test_a_queue_smoke_epochs_the_wrapper_would_refuse_is_reported(campaign: Pat
     assert "smoke.args.epochs: epochs 0 is not a positive integer" in str(
         result.json()["findings"][0]["message"]
     )
+
+
+def test_a_precondition_key_the_script_would_not_read_is_a_schema_error(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    text = "preconditions:\n  - {type: file_exists, path: a, min_size: 10, x-note: ok}\njobs: [{id: a}]\n"
+    rel = write(campaign, "pk.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 2, "MAN001")]
+    assert "min_size" in str(result.json()["findings"][0]["message"])
