@@ -27,7 +27,8 @@ from campaignops.taskfiles import PRECONDITION_TYPES, output_problem, path_probl
 WARNING_SIGNAL = "USR1"
 PRECONDITION_EXIT = 96
 OUTPUT_MISSING_EXIT = 97
-# Exit codes only the rendered script gives, and the reason each stands for in the ledger.
+# The exit codes of the script's own checks, and the reason each stands for in the ledger. A
+# task that itself exits 96 or 97 reads the same; only the script writes the `campaign:` line.
 REASONS: Mapping[int, str] = MappingProxyType(
     {PRECONDITION_EXIT: "precondition", OUTPUT_MISSING_EXIT: "output-missing"}
 )
