@@ -22,6 +22,7 @@ import pytest
 
 from campaignops import blocks, cli, stamps
 from campaignops.checks import registry
+from campaignops.runner import script
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}"
 PROSE = ("README.md", "AGENTS.md", "HPC_PLAYBOOK.md", "LESSONS.md")
@@ -283,6 +284,12 @@ def test_prose_says_only_what_the_tool_enforces(
     for line in ("budgets:", "smoke_max_minutes:"):
         (found,) = [x for x in policy.splitlines() if x.strip().startswith(line)]
         assert "# not checked yet" in found
+    # The playbook explains the job script's own exit codes, as runner.script gives them.
+    playbook = " ".join(texts["HPC_PLAYBOOK.md"].split())
+    assert "Exit 96 or 97 is the job script's own check" in playbook
+    assert sorted(script.REASONS) == [96, 97]
+    assert "96, a manifest `precondition` did not hold" in playbook
+    assert "97, the task exited 0 but its `output` is missing or empty" in playbook
     for name, text in texts.items():
         for cid in _CHECK_ID.findall(text):
             assert cid in registry.ALL_CODES, f"{name} names {cid}, which is no check ID"
