@@ -98,8 +98,8 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
         "(not yet: the ssh backend's issue (DESIGN.md 6c) runs it)"
     )
     assert by_line[4]["hint"] == (
-        "activate it in the command (conda run -n ENV python …) or in a wrapper; or keep it "
-        "for the experiment-queue tool and pass --ignore MAN012"
+        "activate it in the command (conda run -n ENV python …) or in a wrapper; campaign "
+        "submit refuses the manifest while it holds the key"
     )
     assert "issue 8 retries OUT_OF_MEMORY tasks" in str(by_line[18]["message"])
     assert "resources.gpus: N" in str(by_line[15]["hint"])

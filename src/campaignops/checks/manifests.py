@@ -74,7 +74,7 @@ CODES = code_table(
     Code(
         id="MAN012",
         message="{key} is accepted but the runner does not run it: {what} ({when})",
-        hint="{fix}; or keep it for the experiment-queue tool and pass --ignore MAN012",
+        hint="{fix}; campaign submit refuses the manifest while it holds the key",
     ),
     Code(
         id="MAN013",
