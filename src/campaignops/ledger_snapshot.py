@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from campaignops.ledger import Folding, Ledger, decode
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
 SNAPSHOT_FILE = "campaignops/ledger-snapshot.v1"  # in the git directory
 FORMAT = "campaignops ledger snapshot 1"
+RACY_NS = 2_000_000_000  # a file this recent is compared by content, not trusted by its stat
 LAZY = ("tasks", "fingerprints")  # per-target fields: read when a job's targets are looked into
 
 
@@ -49,12 +51,15 @@ class _Kept:
     first ``len(prefix)`` bytes, kept to compare), and the Ledger returned."""
 
     identity: tuple[int, ...]
+    trusted: bool
     prefix: bytes
+    torn: bytes
     folding: Folding
     ledger: Ledger
 
 
 _KEPT: dict[Path, _Kept] = {}
+_now_ns = time.time_ns
 
 
 def forget() -> None:
@@ -98,15 +103,9 @@ def read(root: Path) -> Ledger:
     if opened is None:
         return Ledger()
     real, status = opened
-    identity = (
-        status.st_dev,
-        status.st_ino,
-        status.st_size,
-        status.st_mtime_ns,
-        status.st_ctime_ns,
-    )
+    identity = _identity(status)
     kept = _KEPT.get(real)
-    if kept is not None and kept.identity == identity:
+    if kept is not None and kept.identity == identity and kept.trusted:
         return kept.ledger
     try:
         data = real.read_bytes()
@@ -116,6 +115,12 @@ def read(root: Path) -> Ledger:
             message=f"cannot read: {exc.strerror}",
             hint="check permissions",
         ) from None
+    # Git's rule for racily clean files: a file changed within the clock's granularity of
+    # being read may change again without its size or times changing; compare its bytes.
+    trusted = _now_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > RACY_NS
+    if kept is not None and data == kept.prefix + kept.torn:
+        kept.identity, kept.trusted = identity, trusted
+        return kept.ledger
     end = data.rfind(b"\n") + 1  # complete lines end here; after it, at most a torn one
     snapshot = _snapshot_path(root)
     if kept is not None and len(kept.prefix) <= end and data.startswith(kept.prefix):
@@ -134,8 +139,25 @@ def read(root: Path) -> Ledger:
         ledger = whole.ledger()
     else:
         ledger = folding.ledger()
-    _KEPT[real] = _Kept(identity=identity, prefix=data[:end], folding=folding, ledger=ledger)
+    _KEPT[real] = _Kept(
+        identity=identity,
+        trusted=trusted,
+        prefix=data[:end],
+        torn=data[end:],
+        folding=folding,
+        ledger=ledger,
+    )
     return ledger
+
+
+def _identity(status: os.stat_result) -> tuple[int, ...]:
+    return (
+        status.st_dev,
+        status.st_ino,
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+    )
 
 
 def _snapshot_path(root: Path) -> Path | None:
@@ -229,11 +251,11 @@ def _load(path: Path, covered: bytes) -> tuple[Folding, int] | None:
 
 def _save(path: Path, covered: bytes, folding: Folding) -> None:
     out: list[bytes] = []
-    for lid, (line, time) in folding.first.items():
+    for lid, (line, first_time) in folding.first.items():
         fields = folding.kept[lid]
         order = list(fields)
         light = {k: fields[k] for k in order if k not in LAZY}
-        head = {"ledger_id": lid, "first_line": line, "first_time": time, "order": order}
+        head = {"ledger_id": lid, "first_line": line, "first_time": first_time, "order": order}
         out.append(json.dumps(head | {"fields": light}, separators=(",", ":")).encode())
         for key in LAZY:
             if isinstance(fields, _Lazy):
