@@ -265,3 +265,25 @@ def test_a_ledger_over_the_file_cap_is_read_by_campaign_status(repo: Path, run) 
     assert "local-1" in status.out and "COMPLETED" in status.out
     check = run("check", "--select", "VIEW,EOL")
     assert "limited to" not in check.out + check.err
+
+
+def test_the_snapshot_lives_in_the_git_directory_of_the_checkout_holding_the_campaign(
+    tmp_path: Path, eager: None
+) -> None:
+    repo = tmp_path / "repo"
+    camp = repo / "campaigns" / "one"  # a campaign below its repository's top
+    (camp / ".campaign").mkdir(parents=True)
+    identity = ("-c", "user.name=t", "-c", "user.email=t@example.org")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", *identity, "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "0"])
+    write(camp, encode(history()))
+    fresh_read(camp)
+    assert (repo / ".git" / ledger_snapshot.SNAPSHOT_FILE).is_file()
+    # A linked worktree keeps its own (its .git is a file naming its git directory).
+    tree = tmp_path / "tree"
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tree)], check=True)
+    (tree / "campaigns/one/.campaign").mkdir(parents=True)
+    write(tree / "campaigns/one", encode(history()[:20]))
+    read = fresh_read(tree / "campaigns/one")
+    assert canonical(read) == canonical(ledger.parse(ledger.decode(encode(history()[:20]))))
+    assert (repo / ".git/worktrees/tree" / ledger_snapshot.SNAPSHOT_FILE).is_file()

@@ -91,10 +91,9 @@ class Job:
 
     @functools.cached_property
     def _indices(self) -> Mapping[str, int]:
-        indices: dict[str, int] = {}
-        for index, target in enumerate(self.targets):
-            indices.setdefault(target, index)  # tuple.index's answer: the first place
-        return indices
+        # Built backwards so a repeated target keeps its first place (tuple.index's answer).
+        targets = self.targets
+        return dict(zip(reversed(targets), range(len(targets) - 1, -1, -1), strict=True))
 
     @property
     def exit_code(self) -> int | None:

@@ -161,11 +161,20 @@ def _identity(status: os.stat_result) -> tuple[int, ...]:
 
 
 def _snapshot_path(root: Path) -> Path | None:
-    """Where this clone keeps the snapshot: in its git directory (a worktree's own), or
-    nowhere when the campaign is not a git checkout."""
-    dotgit = root / ".git"
-    if dotgit.is_dir():
-        return dotgit / SNAPSHOT_FILE
+    """Where this clone keeps the snapshot: in the git directory of the checkout holding the
+    campaign (a linked worktree's own), or nowhere outside a git checkout."""
+    base = root.resolve()
+    for top in (base, *base.parents):
+        dotgit = top / ".git"
+        if dotgit.is_dir():
+            return dotgit / SNAPSHOT_FILE
+        if dotgit.exists():
+            return _linked(top, dotgit)
+    return None
+
+
+def _linked(top: Path, dotgit: Path) -> Path | None:
+    # A worktree's or submodule's .git is a file: "gitdir: <path>".
     try:
         text = dotgit.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -173,7 +182,7 @@ def _snapshot_path(root: Path) -> Path | None:
     if not text.startswith("gitdir: "):
         return None
     gitdir = Path(text[len("gitdir: ") :].strip())
-    gitdir = gitdir if gitdir.is_absolute() else root / gitdir
+    gitdir = gitdir if gitdir.is_absolute() else top / gitdir
     return gitdir / SNAPSHOT_FILE if gitdir.is_dir() else None
 
 
