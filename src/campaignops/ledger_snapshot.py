@@ -118,7 +118,7 @@ def read(root: Path) -> Ledger:
     # Git's rule for racily clean files: a file changed within the clock's granularity of
     # being read may change again without its size or times changing; compare its bytes.
     trusted = _now_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > RACY_NS
-    if kept is not None and data == kept.prefix + kept.torn:
+    if kept is not None and _same(data, kept):
         kept.identity, kept.trusted = identity, trusted
         return kept.ledger
     end = data.rfind(b"\n") + 1  # complete lines end here; after it, at most a torn one
@@ -148,6 +148,16 @@ def read(root: Path) -> Ledger:
         ledger=ledger,
     )
     return ledger
+
+
+def _same(data: bytes, kept: _Kept) -> bool:
+    # Compared in place: joining prefix and torn tail would copy the whole ledger first.
+    size = len(kept.prefix)
+    return (
+        len(data) == size + len(kept.torn)
+        and data.startswith(kept.prefix)
+        and (data[size:] == kept.torn)
+    )
 
 
 def _identity(status: os.stat_result) -> tuple[int, ...]:
@@ -203,8 +213,9 @@ class _Lazy(Mapping[str, Any]):
         self._raw = raw
 
     def __getitem__(self, key: str) -> Any:
-        if key in self._raw:
-            self._light[key] = json.loads(self._raw.pop(key))
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            self._light[key] = json.loads(raw)
         return self._light[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -214,10 +225,12 @@ class _Lazy(Mapping[str, Any]):
         return len(self._order)
 
     def get(self, key: str, default: Any = None) -> Any:
-        # Mapping's own get goes through an exception per missing key: this one is hot.
-        if key in self._raw or key in self._light:
-            return self[key]
-        return default
+        # Mapping's own get goes through __getitem__ and an exception per missing key: this
+        # one is called for every field a command reads.
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            self._light[key] = json.loads(raw)
+        return self._light.get(key, default)
 
     def __contains__(self, key: object) -> bool:
         return key in self._light or key in self._raw
