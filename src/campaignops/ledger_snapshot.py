@@ -156,7 +156,7 @@ def _same(data: bytes, kept: _Kept) -> bool:
     return (
         len(data) == size + len(kept.torn)
         and data.startswith(kept.prefix)
-        and (data[size:] == kept.torn)
+        and data[size:] == kept.torn
     )
 
 
