@@ -1,12 +1,14 @@
 """Reading the ledger at any size: once per process, and from a snapshot of its folded prefix.
 
 The ledger is the runner's own append-only file, so it has no size limit (FileReader's cap is
-for files people write). A year of 1,000-task arrays is ~100,000 records, ~30 MiB; parsing
+for files people write). A year of 1,000-task arrays is ~100,000 records, ~34 MiB; parsing
 and folding them all on every command was most of a command's time. So:
 
 - **Per process**, the Ledger read is kept with the file's identity (device, inode, size,
-  mtime, ctime): an unchanged file is not read again. After an append, the kept fold goes on
-  with the new lines only, once the old bytes are found unchanged at the file's start.
+  mtime, ctime): an unchanged file is not read again (one changed in the last RACY_NS is
+  compared by content: two writes within a clock tick can leave size and times alike). After
+  an append, the kept fold goes on with the new lines only, once the old bytes are found
+  unchanged at the file's start.
 - **Across processes**, a snapshot of the fold of the ledger's first N bytes (every complete
   line at the time) is kept in the clone's git directory (``.git/campaignops/``), never in the
   work tree: it can neither be committed nor merged, nor arrive with a clone or pull, and git
