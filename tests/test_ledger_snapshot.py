@@ -287,3 +287,32 @@ def test_the_snapshot_lives_in_the_git_directory_of_the_checkout_holding_the_cam
     read = fresh_read(tree / "campaigns/one")
     assert canonical(read) == canonical(ledger.parse(ledger.decode(encode(history()[:20]))))
     assert (repo / ".git/worktrees/tree" / ledger_snapshot.SNAPSHOT_FILE).is_file()
+
+
+def test_campaign_status_refresh_parses_each_ledger_line_once(
+    repo: Path,
+    run,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # refresh, the unfinished count, STATUS.md and the printed table all read the ledger; the
+    # refresh appends in between: only the appended lines are parsed again.
+    parsed: list[int] = []
+    feed = ledger.Folding.feed
+
+    def counting(self: ledger.Folding, text: str) -> None:
+        before = self.lines
+        feed(self, text)
+        parsed.append(self.lines - before)
+
+    monkeypatch.setattr(ledger.Folding, "feed", counting)
+    open_job = [
+        rec("intent", "L-open", 50, stage="smoke", targets=["z"], backend="local"),
+        rec("result", "L-open", 51, job_id="local-77", state="PENDING"),
+    ]
+    write(repo, encode(history() + open_job))
+    ledger_snapshot.forget()
+    done = run("status", "--refresh")
+    assert done.code == 0, done.err
+    total = (repo / LEDGER).read_bytes().count(b"\n")
+    assert total > len(history()) + 2, "the refresh appended a state record"
+    assert sum(parsed) == total
