@@ -262,12 +262,10 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
             continue
         if key == "tasks" and isinstance(value, Mapping):
             # Per-task records merge task by task, field by field, like whole records.
-            known = target.get("tasks")
-            tasks = _own(known)
+            tasks = _own(target.get("tasks"))
             for index, fields in value.items():
                 if isinstance(fields, Mapping):
-                    old = tasks.get(index)
-                    base = _own(old)
+                    base = _own(tasks.get(index))
                     base.update((k, v) for k, v in fields.items() if v is not None)
                     tasks[index] = base
             target["tasks"] = tasks
