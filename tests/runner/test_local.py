@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from campaignops import walltime
-from campaignops.runner import local, localexec
+from campaignops.runner import local, localexec, localstate
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
@@ -51,15 +51,15 @@ def root(tmp_path: Path) -> Iterator[Path]:
     state_root = tmp_path / ".campaign" / "local"
     yield state_root
     # Leave nothing running: cancel whatever a failed test left behind and wait for its end.
-    for job_id in local.list_jobs(state_root):
-        state = local.read_json(state_root / job_id / "state.json")
+    for job_id in localstate.list_jobs(state_root):
+        state = localstate.read_json(state_root / job_id / "state.json")
         if state is None or state["state"] not in FINISHED:
             subprocess.run(local.cancel_argv([job_id], state_root=str(state_root)), check=False)
             wait_until(f"{job_id} to end", lambda j=job_id: finished(state_root, j), 60)
 
 
 def state_of(root: Path, job_id: str) -> dict[str, Any]:
-    return local.read_json(root / job_id / "state.json") or {"state": "PENDING", "tasks": []}
+    return localstate.read_json(root / job_id / "state.json") or {"state": "PENDING", "tasks": []}
 
 
 def task_of(root: Path, job_id: str, index: int) -> dict[str, Any]:
@@ -228,7 +228,7 @@ def test_submit_refuses_unknown_directive_and_unknown_parent(root: Path, tmp_pat
     bad.write_text(orphan)
     out = subprocess.run(local.submit_argv(str(bad), state_root=str(root)), capture_output=True)
     assert out.returncode == 1 and b"no local job local-404" in out.stderr
-    assert local.list_jobs(root) == []
+    assert localstate.list_jobs(root) == []
     assert local.parse_job_id("local-12-0a9fe3\n") == "local-12-0a9fe3"
     assert local.parse_job_id("local-12\n") == "local-12"  # ids from before the random part
     with pytest.raises(local.LocalBackendError):
@@ -404,7 +404,7 @@ def test_a_task_of_a_dead_executor_is_cancelled_by_cancel_itself(
     wait_until("both tasks to run", lambda: task_of(root, job_id, 1).get("state") == "RUNNING")
     state = state_of(root, job_id)
     os.kill(state["executor_pid"], signal.SIGKILL)
-    wait_until("the executor to die", lambda: not local.alive(state["executor_pid"]))
+    wait_until("the executor to die", lambda: not localstate.alive(state["executor_pid"]))
     subprocess.run(local.cancel_argv([f"{job_id}_1"], state_root=str(root)), check=True)
     assert [t["state"] for t in state_of(root, job_id)["tasks"]] == ["RUNNING", "CANCELLED"]
     assert wait_until("task 1's group to die", lambda: group_gone(state["tasks"][1]["pgid"]))
@@ -447,7 +447,7 @@ def test_an_executor_dead_before_its_first_write_reads_as_node_fail(
     job_id = localexec.submit(root, script)
     monkeypatch.undo()
     pid = int((root / job_id / local.STARTED_BY).read_text())
-    wait_until("the executor to exit", lambda: not local.alive(pid))
+    wait_until("the executor to exit", lambda: not localstate.alive(pid))
     assert not (root / job_id / "state.json").exists()
     assert query(root, job_id)[job_id].state == "NODE_FAIL"
     # A cancel writes the end itself: nobody else will.
@@ -460,7 +460,7 @@ def test_a_zombie_executor_is_not_alive(tmp_path: Path) -> None:
     zombie = subprocess.Popen(["true"], start_new_session=True)
     wait_until("the zombie", lambda: "State:\tZ" in Path(f"/proc/{zombie.pid}/status").read_text())
     os.kill(-zombie.pid, 0)
-    assert not local.alive(zombie.pid)
+    assert not localstate.alive(zombie.pid)
     zombie.wait()
 
 
@@ -475,7 +475,7 @@ def test_concurrent_submits_get_distinct_ids(root: Path, tmp_path: Path) -> None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         ids = list(pool.map(one, range(8)))
-    assert sorted(local.job_number(j) for j in ids) == list(range(1, 9))
+    assert sorted(localstate.job_number(j) for j in ids) == list(range(1, 9))
     assert all(re.fullmatch(r"local-[1-8]-[0-9a-f]{6}", j) for j in ids)
     for job_id in ids:
         wait_until(f"{job_id} to finish", lambda j=job_id: finished(root, j))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from campaignops.errors import UsageError
-from campaignops.runner import local, pbs, script, slurm
+from campaignops.runner import local, localstate, pbs, script, slurm
 from campaignops.runner.spec import FINISHED, JobSpec, Precondition, Resources
 from tests.runner.expected import (
     EXIT,
@@ -290,7 +290,7 @@ def test_through_the_local_executor_the_task_fails_with_97_and_logs_why(tmp_path
     job_id = local.parse_job_id(out.stdout)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        state = local.read_json(root / job_id / "state.json")
+        state = localstate.read_json(root / job_id / "state.json")
         if state is not None and state["state"] in FINISHED:
             break
         time.sleep(0.1)

@@ -98,8 +98,8 @@ def test_sibling_refused_while_running_and_status_is_one_query(camp: Path, run) 
     refresh = status.refresh(root=camp)
     assert refresh.queries == 1
     job_id = ledger.read(camp).jobs[-1].record["job_id"]
-    # The refusal's hint says how to cancel a local job; what it says works.
-    assert "(campaign cancel ID)" in second.err
+    # The refusal's hint names the command that cancels the very job; what it says works.
+    assert f"(campaign cancel {job_id})" in second.err
     assert run("cancel", str(job_id)).code == 0
     assert settle(run, camp, want="CANCELLED").state == "CANCELLED"
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from campaignops import ledger
-from campaignops.runner import local
+from campaignops.runner import local, localstate
 from tests.conftest import git
 
 NAP = """\
@@ -64,7 +64,7 @@ def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no
     yield root
     # Leave nothing running: a failed test's jobs are cancelled by the backend itself.
     state = root / ".campaign/local"
-    for job_id in local.list_jobs(state):
+    for job_id in localstate.list_jobs(state):
         subprocess.run(local.cancel_argv([job_id], state_root=str(state)), check=False)
 
 
@@ -205,5 +205,6 @@ def test_the_sibling_refusal_hints_campaign_cancel(camp: Path, run) -> None:  # 
     assert run("submit", "manifests/nap.yaml", "--stage", "smoke").code == 0
     second = run("submit", "manifests/nap.yaml", "--stage", "smoke")
     assert second.code == 1 and "no_sibling" in second.err
-    assert "campaign cancel ID" in second.err
+    job_id = ledger.read(camp).jobs[-1].job_id
+    assert f"campaign cancel {job_id}" in second.err
     assert "localexec" not in second.err

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from campaignops import ledger
-from campaignops.runner import local
+from campaignops.runner import local, localstate
 from tests.conftest import git
 
 RECORDS = (".campaign/ledger.jsonl", "STATUS.md")
@@ -31,7 +31,7 @@ def clones(tmp_path: Path, run, monkeypatch) -> Iterator[tuple[Path, Path]]:  # 
     yield tmp_path / "alice", tmp_path / "bob"
     for root in (tmp_path / "alice", tmp_path / "bob"):
         state = root / ".campaign/local"
-        for job_id in local.list_jobs(state):
+        for job_id in localstate.list_jobs(state):
             subprocess.run(local.cancel_argv([job_id], state_root=str(state)), check=False)
 
 
@@ -58,7 +58,9 @@ def test_two_clones_merge_without_conflict_and_render_repairs_status(  # type: i
     first = smoke(run, alice, monkeypatch)
     second = smoke(run, bob, monkeypatch)
     # Both counters started at 1 in their own .campaign/local; the ids still differ.
-    assert local.job_number(str(first.job_id)) == local.job_number(str(second.job_id)) == 1
+    assert (
+        localstate.job_number(str(first.job_id)) == localstate.job_number(str(second.job_id)) == 1
+    )
     assert first.job_id != second.job_id
 
     pulled = subprocess.run(

@@ -1,17 +1,23 @@
-"""One face for every backend module: the runner calls these, whatever the scheduler.
+"""The one interface every backend provides (``Backend``), and which backend a page picks.
 
 A backend page's front matter picks the module: `scheduler: slurm` → slurm, `scheduler: pbs`
 → pbs, `kind: local` → local. Rented GPUs, bare SSH boxes and Kubernetes have pages but no
 runner module yet: submitting to them is refused with that reason.
+
+Everything a scheduler does its own way lives in its module: the script it takes, how its ids
+and its answers read, how an array's task states fold into a job state, its cancel command and
+its task ids, where a task's log goes, which of its errors are worth a retry. The slurm and pbs
+modules are the interface themselves (mypy checks each against ``Backend`` below); the local
+backend is ``local.LocalBackend``, which fills in the checkout's state directory. Adding a
+backend is one module and one line in ``MODULES``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import MappingProxyType, ModuleType
 from typing import Any, Protocol
 
 from campaignops import views
@@ -19,118 +25,73 @@ from campaignops.errors import UsageError
 from campaignops.runner import local, pbs, scheduler, slurm
 from campaignops.runner.spec import JobSpec, JobState
 
-LOCAL_STATE = ".campaign/local"
+Run = scheduler.Runs
 
 
-Run = Callable[[Sequence[str]], scheduler.Call]
+class Backend(Protocol):
+    """What the runner asks of a backend; each method is one argv to run or one answer to read
+    (never a call: the runner makes the calls, through ``scheduler.call``)."""
 
+    @property
+    def NAME(self) -> str: ...
 
-class LogPath(Protocol):
-    def __call__(self, job_id: str, *, name: str, index: int | None) -> str: ...
+    @property
+    def TRANSIENT(self) -> re.Pattern[str]: ...
 
+    def render(self, spec: JobSpec) -> str: ...
 
-@dataclass(frozen=True)
-class Backend:
-    module: str  # slurm | pbs | local
-    render: Callable[[JobSpec], str]
-    submit_argv: Callable[[str], list[str]]
-    parse_job_id: Callable[[str], str]
-    query_argvs: Callable[[Sequence[str]], list[list[str]]]
-    parse_states: Callable[[Sequence[str]], dict[str, JobState]]
-    sibling_argv: Callable[[Sequence[str]], list[str]]
-    parse_siblings: Callable[[str, Sequence[str]], tuple[JobState, ...]]
-    # The live jobs in sibling_argv's answer, each with its live tasks (no name filter).
-    parse_live: Callable[[str], tuple[JobState, ...]]
+    def submit_argv(self, script_path: str) -> list[str]: ...
+
+    def parse_job_id(self, stdout: str) -> str: ...
+
+    # ONE query set for every unfinished job (finished ones too), and its reading: each job's
+    # state with each array task's own in ``tasks``.
+    def query_argvs(self, job_ids: Sequence[str]) -> list[list[str]]: ...
+
+    def parse_states(self, outputs: Sequence[str]) -> dict[str, JobState]: ...
+
+    # ONE query for the no_sibling gate: the live jobs, each with its live tasks.
+    def sibling_argv(self, names: Sequence[str]) -> list[str]: ...
+
+    def parse_live(self, stdout: str) -> tuple[JobState, ...]: ...
+
     # Every job under these names, finished or not: how a lost or unknown result is found.
-    lookup: Callable[[Sequence[str], Run], dict[str, JobState]]
+    def lookup(self, names: Sequence[str], call: Run) -> dict[str, JobState]: ...
+
     # campaign cancel: one call for jobs or array tasks (task_id names one), and where each
-    # task's output goes (log_path(job_id, name=, index=): relative to the work directory).
-    cancel_argv: Callable[[Sequence[str]], list[str]]
-    task_id: Callable[[str, int], str]
-    log_path: LogPath
+    # task's output goes (relative to the work directory).
+    def cancel_argv(self, job_ids: Sequence[str]) -> list[str]: ...
+
+    def task_id(self, job_id: str, index: int) -> str: ...
+
+    def log_path(self, job_id: str, *, name: str, index: int | None) -> str: ...
 
 
-def _live(jobs: Iterable[JobState]) -> tuple[JobState, ...]:
-    out = []
-    for job in jobs:
-        if job.state in ("PENDING", "RUNNING"):
-            live = {i: t for i, t in job.tasks.items() if t.state in ("PENDING", "RUNNING")}
-            out.append(dataclasses.replace(job, tasks=MappingProxyType(live)))
-    return tuple(out)
-
-
-def _slurm_lookup(names: Sequence[str], call: Run) -> dict[str, JobState]:
-    # By name to find the ids (sacct's window misses a job held until it was cancelled, so its
-    # states by name can be partial), then by id, as every refresh asks.
-    found = slurm.parse_states([call(a).stdout for a in slurm.lookup_argvs(names)])
-    if not found:
-        return {}
-    return slurm.parse_states([call(a).stdout for a in slurm.query_argvs(sorted(found))])
-
-
-def _pbs_lookup(names: Sequence[str], call: Run) -> dict[str, JobState]:
-    ids = pbs.parse_lookup([call(a).stdout for a in pbs.lookup_argvs(names)])
-    return pbs.parse_states([call(a).stdout for a in pbs.query_argvs(ids)]) if ids else {}
-
-
-def _scheduler(
-    module: ModuleType,
-    parse_live: Callable[[str], tuple[JobState, ...]],
-    lookup: Callable[[Sequence[str], Run], dict[str, JobState]],
-) -> Callable[[Path], Backend]:
-    """A scheduler module (slurm, pbs) already has the face: its functions, by name."""
-
-    def make(root: Path) -> Backend:
-        return Backend(
-            module=module.__name__.rsplit(".", 1)[-1],
-            render=module.render,
-            submit_argv=module.submit_argv,
-            parse_job_id=module.parse_job_id,
-            query_argvs=module.query_argvs,
-            parse_states=module.parse_states,
-            sibling_argv=module.sibling_argv,
-            parse_siblings=module.parse_siblings,
-            parse_live=parse_live,
-            lookup=lookup,
-            cancel_argv=module.cancel_argv,
-            task_id=module.task_id,
-            log_path=module.log_path,
-        )
-
-    return make
-
-
-def _local(root: Path) -> Backend:
-    state = str(root / LOCAL_STATE)
-    return Backend(
-        module="local",
-        render=local.render,
-        submit_argv=lambda script: local.submit_argv(script, state_root=state),
-        parse_job_id=local.parse_job_id,
-        query_argvs=lambda ids: local.query_argvs(ids, state_root=state),
-        parse_states=local.parse_states,
-        sibling_argv=lambda names: local.sibling_argv(names, state_root=state),
-        parse_siblings=lambda out, names: tuple(
-            j for j in local.parse_siblings(out) if j.name in set(names)
-        ),
-        parse_live=lambda out: _live(local.parse_siblings(out)),
-        lookup=lambda names, call: {
-            j.job_id: j
-            for j in local.parse_siblings(
-                call(local.sibling_argv(names, state_root=state, include_finished=True)).stdout
-            )
-        },
-        cancel_argv=lambda ids: local.cancel_argv(ids, state_root=state),
-        task_id=local.task_id,
-        log_path=local.log_path,
-    )
+def _module(backend: Backend) -> Callable[[Path], Backend]:
+    """A scheduler module is the same for every checkout."""
+    return lambda root: backend
 
 
 MODULES: Mapping[str, Callable[[Path], Backend]] = {
-    "slurm": _scheduler(slurm, slurm.parse_live, _slurm_lookup),
-    "pbs": _scheduler(pbs, lambda out: _live(pbs.parse_states([out]).values()), _pbs_lookup),
-    "local": _local,
+    "slurm": _module(slurm),
+    "pbs": _module(pbs),
+    "local": local.LocalBackend,
 }
+
+
+def calling(backend: Backend, call: Run) -> Run:
+    """``call`` as this backend should be called: the real scheduler call retries the backend's
+    own transient errors; a stand-in (tests, benchmarks) is used as it is."""
+    if call is scheduler.call:
+        return functools.partial(scheduler.call, retryable=backend.TRANSIENT)
+    return call
+
+
+def submitting(backend: Backend, call: Run) -> Run:
+    """``calling``, for the submission call itself: never retried after a timeout."""
+    if call is scheduler.call:
+        return functools.partial(scheduler.call, retryable=backend.TRANSIENT, submission=True)
+    return call
 
 
 def page_path(name: str) -> str:
@@ -148,9 +109,9 @@ def page(root: Path, name: str) -> dict[str, Any] | None:
 def module_for(page: Mapping[str, Any] | None) -> str | None:
     if not page:
         return None
-    scheduler = page.get("scheduler")
-    if scheduler in ("slurm", "pbs"):
-        return str(scheduler)
+    scheduler_name = page.get("scheduler")
+    if scheduler_name in ("slurm", "pbs"):
+        return str(scheduler_name)
     return "local" if page.get("kind") == "local" else None
 
 

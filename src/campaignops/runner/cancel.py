@@ -173,7 +173,7 @@ def cancel(
     """One backend call for the plan's ids; the cancel record once the backend accepted it."""
     be = backends.for_page(plan.backend, backends.page(root, plan.backend), root=root)
     try:
-        call(be.cancel_argv(plan.cancel_ids))
+        backends.calling(be, call)(be.cancel_argv(plan.cancel_ids))
     except scheduler.SchedulerRejected as exc:
         raise CancelRefused(
             message=f"{plan.backend} did not cancel {', '.join(plan.cancel_ids)}: {exc.message}",

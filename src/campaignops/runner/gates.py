@@ -43,17 +43,8 @@ class Request:
     partition: str | None = None
     queue: str | None = None
     override: str | None = None
-    scheduler: str = "slurm"  # the backend module (slurm, pbs, local): how to cancel a sibling
     time_s: int | None = None  # the job's time limit, in seconds
     smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
-
-
-# How to cancel a job on each backend, for the no_sibling hint.
-CANCEL = {
-    "slurm": "scancel ID",
-    "pbs": "qdel ID",
-    "local": "campaign cancel ID",
-}
 
 
 class GateRefused(CampaignError):
@@ -243,12 +234,14 @@ def no_sibling(
     jobs = list(jobs)
     by_id = {_base_id(j.job_id): j for j in jobs if j.job_id}
     clashes: list[str] = []
+    live_ids: list[str] = []
     for state in active:
         if state.state in FINISHED:
             continue  # squeue lists finished jobs for MinJobAge; they hold nothing
         hit = held_targets(state, by_id.get(_base_id(state.job_id)), request.campaign) & wanted
         if hit:
             clashes.append(f"{state.job_id} ({state.state}, {_listed(hit)})")
+            live_ids.append(state.job_id)
     unknown = [j for j in jobs if _unresolved(j) and wanted & set(j.targets)]
     if unknown:
         clashes += [f"ledger {j.ledger_id} (outcome unknown)" for j in unknown]
@@ -259,7 +252,7 @@ def no_sibling(
         "is unknown; then submit again"
         if unknown
         else "wait for it (campaign status --refresh), or read its log and cancel it "
-        f"({CANCEL.get(request.scheduler, CANCEL['slurm'])}), then submit again"
+        f"(campaign cancel {shlex.quote(live_ids[0])}), then submit again"
     )
     return _refuse(gate, f"already queued or running: {_listed(clashes)}", hint)
 

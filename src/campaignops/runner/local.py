@@ -31,7 +31,6 @@ Decisions that differ from a real scheduler (see the backend page, backends/loca
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import signal
@@ -44,8 +43,9 @@ from typing import Any
 
 from campaignops import walltime
 from campaignops.errors import CampaignError
-from campaignops.runner import script
-from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
+from campaignops.runner import scheduler, script
+from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState, live
+from campaignops.runner.spec import worst as spec_worst
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
 EXECUTOR = "campaignops.runner.localexec"
@@ -60,8 +60,6 @@ JOB_ID = re.compile(r"local-([0-9]+)(?:-[0-9a-f]{6})?")
 _ARRAY = re.compile(r"0-([0-9]+)(?:%([1-9][0-9]*))?")
 _SIGNAL = re.compile(r"B:([A-Z0-9]+)@([0-9]+)")
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A finished array's state is that of its worst task, in this order.
-_WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED")
 
 
 class LocalBackendError(CampaignError):
@@ -217,9 +215,9 @@ def fold(tasks: Sequence[tuple[str, int | None]]) -> tuple[str, int | None]:
     """A whole array's (state, exit code) from its tasks': the worst state, and the exit code of
     its first task in that state (else the first non-zero code, as a cancel hides no failure)."""
     states = [state for state, _ in tasks]
-    if not all(s in _WORST_FIRST or s == "COMPLETED" for s in states):
+    if not all(s in FINISHED for s in states):
         return ("PENDING" if all(s == "PENDING" for s in states) else "RUNNING"), None
-    worst = next((s for s in _WORST_FIRST if s in states), "COMPLETED")
+    worst = spec_worst(states)
     own = next(code for state, code in tasks if state == worst)
     codes = [code for _, code in tasks if code is not None]
     return worst, own if own is not None else next((c for c in codes if c), 0 if codes else None)
@@ -297,97 +295,53 @@ def parse_siblings(stdout: str) -> tuple[JobState, ...]:
     return tuple(_records(stdout))
 
 
-# --- the state files (read by localexec's status, siblings and dependency waits) ----------
+# --- the backend the runner calls (runner.backends.Backend) -------------------------------
+
+# Errors worth retrying: none of its own (the executor is a local process).
+TRANSIENT = scheduler.transient()
+NAME = "local"
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    return data if isinstance(data, dict) else None
+class LocalBackend:
+    """The local backend for one campaign checkout: the module's functions with its state root
+    (``.campaign/local/``) filled in. Checked against runner.backends.Backend by mypy."""
 
+    NAME = NAME
+    TRANSIENT = TRANSIENT
 
-def alive(pgid: object) -> bool:
-    """``kill -0 -- -PGID`` on a group whose only member is its leader (the executor's).
+    def __init__(self, root: Path) -> None:
+        self.state = str(root / STATE_DIR)
 
-    A zombie leader counts as gone: in a container whose PID 1 reaps nothing, an executor that
-    died stays a zombie for ever and ``kill -0`` alone would call it alive.
-    """
-    if not isinstance(pgid, int) or pgid <= 1:
-        return False
-    try:
-        os.kill(-pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's group by that number: alive, not ours to judge
-    try:
-        stat = Path(f"/proc/{pgid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True  # no /proc (macOS): kill -0 is all there is
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+    def render(self, spec: JobSpec) -> str:
+        return render(spec)
 
+    def submit_argv(self, script_path: str) -> list[str]:
+        return submit_argv(script_path, state_root=self.state)
 
-def lost(state: dict[str, Any], end: str, reason: str) -> dict[str, Any]:
-    """The job's end as told by someone other than its (dead) executor."""
-    tasks = [
-        {**t, "state": end} if t.get("state") not in FINISHED else t for t in state.get("tasks", [])
-    ]
-    return {**state, "state": end, "reason": reason, "tasks": tasks}
+    def parse_job_id(self, stdout: str) -> str:
+        return parse_job_id(stdout)
 
+    def query_argvs(self, job_ids: Sequence[str]) -> list[list[str]]:
+        return query_argvs(job_ids, state_root=self.state)
 
-def view(root: Path, job_id: str) -> dict[str, Any]:
-    """What ``status`` prints for ``<id>`` or ``<id>_<index>`` (JobState's fields + reason)."""
-    base, _, index = job_id.partition("_")
-    job = read_json(root / base / "job.json") if JOB_ID.fullmatch(base) else None
-    if job is None:
-        return {"job_id": job_id, "state": "UNKNOWN"}
-    path = root / base / "state.json"
-    cancelled = (root / base / "cancel").exists()
-    state = read_json(path) or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
-    if "executor_pid" not in state:
-        state = {**state, "executor_pid": started_by(root / base / STARTED_BY)}
-    unfinished = state["state"] not in FINISHED and state["executor_pid"] is not None
-    if unfinished and not alive(state["executor_pid"]):
-        state = read_json(path) or state  # it may have written its end just before exiting
-        if state["state"] not in FINISHED:
-            end = "CANCELLED" if cancelled else "NODE_FAIL"
-            state = lost(state, end, "cancelled" if cancelled else "executor gone")
-    head = {"job_id": job_id, "submitted": job["submitted"], "timelimit": job["timelimit"]}
-    head |= {"name": job["name"], "comment": job["comment"]}
-    keys = ("state", "exit_code", "started", "ended", "elapsed_s", "reason")
-    if not index:
-        own = [
-            {"index": t["index"]} | {k: t.get(k) for k in keys}
-            for t in state["tasks"]
-            if isinstance(t, dict) and isinstance(t.get("index"), int)
-        ]
-        return head | {k: state.get(k) for k in keys} | {"tasks": own}
-    # Before the executor's first write, a task is as PENDING (or CANCELLED) as its job.
-    tasks = {str(t["index"]): t for t in state["tasks"]} or {
-        str(i): {"state": state["state"]} for i in range(job["size"])
-    }
-    if index not in tasks:
-        return {"job_id": job_id, "state": "UNKNOWN"}
-    return head | {k: tasks[index].get(k) for k in keys}
+    def parse_states(self, outputs: Sequence[str]) -> dict[str, JobState]:
+        return parse_states(outputs)
 
+    def sibling_argv(self, names: Sequence[str]) -> list[str]:
+        return sibling_argv(names, state_root=self.state)
 
-def started_by(path: Path) -> int | None:
-    """The pid ``submit`` recorded for the executor it started, if it got that far."""
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
+    def parse_live(self, stdout: str) -> tuple[JobState, ...]:
+        return live(parse_siblings(stdout))
 
+    def lookup(self, names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
+        argv = sibling_argv(names, state_root=self.state, include_finished=True)
+        return {j.job_id: j for j in parse_siblings(call(argv).stdout)}
 
-def list_jobs(root: Path) -> list[str]:
-    found = [p.name for p in root.iterdir() if JOB_ID.fullmatch(p.name)] if root.is_dir() else []
-    return sorted(found, key=job_number)
+    def cancel_argv(self, job_ids: Sequence[str]) -> list[str]:
+        return cancel_argv(job_ids, state_root=self.state)
 
+    def task_id(self, job_id: str, index: int) -> str:
+        return task_id(job_id, index)
 
-def job_number(job_id: str) -> int:
-    """The counter in a local job id (its order among this clone's jobs)."""
-    match = JOB_ID.fullmatch(job_id)
-    return int(match[1]) if match else 0
+    def log_path(self, job_id: str, *, name: str, index: int | None) -> str:
+        return log_path(job_id, name=name, index=index)

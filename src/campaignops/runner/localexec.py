@@ -50,12 +50,14 @@ from campaignops.runner.local import (
     STARTED_BY,
     Directives,
     LocalBackendError,
-    alive,
     fold,
+    parse_directives,
+)
+from campaignops.runner.localstate import (
+    alive,
     job_number,
     list_jobs,
     lost,
-    parse_directives,
     read_json,
     started_by,
     view,

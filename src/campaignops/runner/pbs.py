@@ -47,9 +47,12 @@ from typing import Any
 
 from campaignops import walltime
 from campaignops.errors import CampaignError
-from campaignops.runner import script
-from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState
+from campaignops.runner import scheduler, script
+from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, live, worst
 
+NAME = "pbs"
+# Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).
+TRANSIENT = scheduler.transient("pbs_connect", "cannot connect to server")
 NAME_MAX = 230
 COMMENT_VAR = "CAMPAIGN_COMMENT"
 WARNING_SIGNAL = "USR1"  # the local backend's too
@@ -99,10 +102,6 @@ _EXIT = {
     -14: "NODE_FAIL",  # JOB_EXEC_RERUN_SIS_FAIL
     -20: "NODE_FAIL",  # JOB_EXEC_RERUN_MS_FAIL
 }
-# An array's state is that of its worst subjob, in this order (as on the local backend).
-_WORST_FIRST = (
-    "NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED", "UNKNOWN",
-)  # fmt: skip
 
 
 class PbsRefusal(CampaignError):
@@ -302,6 +301,17 @@ def parse_lookup(outputs: Sequence[str]) -> list[str]:
     return [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
 
 
+def lookup(names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
+    """Every job under ``names``, finished or not: qselect -x -N per name, then one qstat."""
+    ids = parse_lookup([call(a).stdout for a in lookup_argvs(names)])
+    return parse_states([call(a).stdout for a in query_argvs(ids)]) if ids else {}
+
+
+def parse_live(stdout: str) -> tuple[JobState, ...]:
+    """sibling_argv's answer: each queued or running job with its live subjobs in ``tasks``."""
+    return live(parse_states([stdout]).values())
+
+
 def cancel_argv(job_ids: Iterable[str]) -> list[str]:
     """ONE qdel: whole jobs (``123.server``, an array ``123[].server``) or subjobs
     (``123[4].server``)."""
@@ -424,7 +434,7 @@ def fold(parent: JobState, subjobs: Sequence[JobState]) -> JobState:
     finished = parent.state in FINISHED or all(s in FINISHED for s in states)
     codes = [s.exit_code for s in subjobs if s.exit_code is not None]
     if finished:
-        state = next((s for s in _WORST_FIRST if s in states), "COMPLETED")
+        state = worst(states)
     else:
         state = "PENDING" if all(s == "PENDING" for s in states) else "RUNNING"
     rss = [int(s.max_rss[:-1]) for s in subjobs if s.max_rss]

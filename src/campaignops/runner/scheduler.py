@@ -14,12 +14,17 @@ from dataclasses import dataclass
 
 from campaignops.errors import CampaignError
 
-TRANSIENT = re.compile(
-    r"socket timed out|resource temporarily unavailable|unable to contact slurm controller"
-    r"|connection refused|try again|temporarily unavailable|communication failure"
-    r"|pbs_connect|cannot connect to server",
-    re.IGNORECASE,
-)
+# Words of an error worth retrying on any scheduler; each backend module adds its own
+# (``TRANSIENT``: Slurm's "unable to contact slurm controller", PBS's "pbs_connect" …).
+GENERIC_TRANSIENT = r"socket timed out|temporarily unavailable|connection refused|try again"
+
+
+def transient(*extra: str) -> re.Pattern[str]:
+    """The pattern of retryable errors: the generic words and a backend's own."""
+    return re.compile("|".join((GENERIC_TRANSIENT, *extra)), re.IGNORECASE)
+
+
+TRANSIENT = transient()
 ATTEMPTS = 4
 BASE_DELAY_S = 1.0
 TIMEOUT_S = 120.0
@@ -56,6 +61,8 @@ class Call:
 
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+# What the runner's orchestration calls a scheduler with (``call``, or a test's stand-in).
+Runs = Callable[[Sequence[str]], Call]
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -70,6 +77,7 @@ def call(
     run: Runner = _run,
     sleep: Callable[[float], None] = time.sleep,
     submission: bool = False,
+    retryable: re.Pattern[str] = TRANSIENT,
 ) -> Call:
     """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …); raise otherwise.
 
@@ -104,7 +112,7 @@ def call(
         if proc.returncode == 124 and not submission:
             last = last or "timed out"
             last = f"timed out: {last}" if "timed out" not in last else last
-        if not TRANSIENT.search(last) and proc.returncode != 124:
+        if not retryable.search(last) and proc.returncode != 124:
             raise SchedulerRejected(
                 message=f"{' '.join(argv[:2])} refused: {last or f'exit {proc.returncode}'}",
                 hint="fix the request (partition, account, limits) per the backend page",

@@ -33,10 +33,14 @@ from types import MappingProxyType
 
 from campaignops import walltime
 from campaignops.errors import CampaignError
-from campaignops.runner import script
-from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, Resources
+from campaignops.runner import scheduler, script
+from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, Resources, live
+from campaignops.runner.spec import worst as spec_worst
 
+NAME = "slurm"
 WARNING_SIGNAL = script.WARNING_SIGNAL
+# Errors worth retrying: slurmctld busy or restarting (sbatch/squeue say so in these words).
+TRANSIENT = scheduler.transient("unable to contact slurm controller", "communication failure")
 # Comment last: it may hold "|".
 SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "Comment")  # fmt: skip
 # Array (or job) id, task index, state, reason, name, submit, start, limit, comment.
@@ -75,8 +79,6 @@ _STATES = {
     "CANCELLED": "CANCELLED", "REVOKED": "CANCELLED", "PREEMPTED": "PREEMPTED",
     "NODE_FAIL": "NODE_FAIL", "BOOT_FAIL": "NODE_FAIL",
 }  # fmt: skip
-# A finished array's state is that of its worst task, in this order (as on pbs and local).
-_WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED", "UNKNOWN")  # fmt: skip
 _NO_VALUE = {"", "Unknown", "None", "N/A", "(null)"}
 _UNITS = {"": 1, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3, "P": 1024**4}
 _JOB_ID = re.compile(r"([0-9]+)(?:_(?:([0-9]+)|\[[^\]]*\]))?(?:\+[0-9]+)?(?:\.(.+))?")
@@ -256,12 +258,7 @@ def sibling_argv(names: Iterable[str]) -> list[str]:
 
 def parse_live(stdout: str) -> tuple[JobState, ...]:
     """sibling_argv's answer: each job with its PENDING or RUNNING tasks in ``tasks``."""
-    out = []
-    for job in parse_states(["", stdout]).values():
-        live = {i: t for i, t in job.tasks.items() if t.state in ("PENDING", "RUNNING")}
-        if job.state in ("PENDING", "RUNNING"):
-            out.append(dataclasses.replace(job, tasks=MappingProxyType(live)))
-    return tuple(out)
+    return live(parse_states(["", stdout]).values())
 
 
 def lookup_argvs(names: Iterable[str], *, since: str = "now-30days") -> list[list[str]]:
@@ -275,6 +272,16 @@ def lookup_argvs(names: Iterable[str], *, since: str = "now-30days") -> list[lis
          f"--starttime={since}"],
         [*EPOCH_TIMES, "squeue", "-h", "-r", "-t", "all", "-o", SQUEUE_FORMAT, f"--name={wanted}"],
     ]  # fmt: skip
+
+
+def lookup(names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
+    """Every job under ``names``, finished or not: the ids by name (sacct's window misses a job
+    held until it was cancelled, so states by name can be partial), then the states by id, as
+    every refresh asks for them."""
+    found = parse_states([call(a).stdout for a in lookup_argvs(names)])
+    if not found:
+        return {}
+    return parse_states([call(a).stdout for a in query_argvs(sorted(found))])
 
 
 def cancel_argv(job_ids: Iterable[str]) -> list[str]:
@@ -385,7 +392,7 @@ def fold(tasks: Mapping[int, JobState]) -> JobState:
     first, states = ordered[0], [s.state for s in ordered]
     finished = all(s in FINISHED for s in states)
     if finished:
-        worst = next((w for w in _WORST_FIRST if w in states), "COMPLETED")
+        worst = spec_worst(states)
         code = next(s.exit_code for s in ordered if s.state == worst)
     else:
         worst, code = ("PENDING" if all(s == "PENDING" for s in states) else "RUNNING"), None

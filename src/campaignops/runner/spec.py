@@ -7,7 +7,8 @@ query_argvs(ids) -> argvs, parse_states(outputs) -> {id: JobState}.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -22,6 +23,19 @@ STATES = (
 FINISHED = frozenset(
     {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
 )
+# A finished array's state is that of its worst task, in this order, on every backend: a lost
+# node hides nothing, a cancel hides a timeout, and so on down to a plain failure.
+WORST_FIRST = (
+    "NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED", "UNKNOWN",
+)  # fmt: skip
+
+
+def worst(states: Iterable[str]) -> str:
+    """The worst of finished tasks' states (COMPLETED when none is worse)."""
+    seen = set(states)
+    return next((w for w in WORST_FIRST if w in seen), "COMPLETED")
+
+
 # The variable every rendered script sets to the array index (0-based) before running a task.
 TASK_INDEX = "CAMPAIGN_TASK_INDEX"
 
@@ -117,3 +131,14 @@ class JobState:
     reason: str | None = None  # why it ended so, when the backend or the runner knows it
     task: int | None = None
     tasks: Mapping[int, JobState] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def live(jobs: Iterable[JobState]) -> tuple[JobState, ...]:
+    """The jobs still queued or running, each with only its queued or running tasks: what
+    holds a target now (the no_sibling gate's view of a sibling query's answer)."""
+    out = []
+    for job in jobs:
+        if job.state in ("PENDING", "RUNNING"):
+            now = {i: t for i, t in job.tasks.items() if t.state in ("PENDING", "RUNNING")}
+            out.append(dataclasses.replace(job, tasks=MappingProxyType(now)))
+    return tuple(out)

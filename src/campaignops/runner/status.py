@@ -135,10 +135,13 @@ def refresh(
             by_backend.setdefault(job.text("backend") or "local", []).append(job)
     calls = 0
 
-    def counted(argv: Sequence[str]) -> scheduler.Call:
-        nonlocal calls
-        calls += 1
-        return call(argv)
+    def counting(run: Call) -> Call:
+        def counted(argv: Sequence[str]) -> scheduler.Call:
+            nonlocal calls
+            calls += 1
+            return run(argv)
+
+        return counted
 
     records: list[dict[str, object]] = []
     changed: list[str] = []
@@ -147,6 +150,7 @@ def refresh(
     claimed = {j.job_id for j in history.jobs if j.job_id}
     for name, jobs in sorted(by_backend.items()):
         be = backends.for_page(name, backends.page(root, name), root=root)
+        counted = counting(backends.calling(be, call))
         lost = [j for j in jobs if not j.job_id]
         names = sorted({str(j.text("name")) for j in lost if j.text("name")})
         found = be.lookup(names, counted) if names else {}

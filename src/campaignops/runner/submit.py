@@ -222,7 +222,7 @@ def preflight(
         *named.files_named(tasks, root),
     )
     repo = gitfacts.repo_facts(root, paths)
-    active, unreachable = _reach(be, name, call, dry_run=dry_run)
+    active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=dry_run)
     planned: list[Planned] = []
     for job in jobs:
         request = gates.Request(
@@ -235,7 +235,6 @@ def preflight(
             partition=job.spec.resources.partition,
             queue=job.spec.resources.queue,
             override=override,
-            scheduler=be.module,
             time_s=job.spec.time_s,
             smoke_max_minutes=policy.smoke_max_minutes,
         )
@@ -380,13 +379,6 @@ def submit(
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     call: Call = scheduler.call,
 ) -> Outcome:
-    def submitting(argv: Sequence[str]) -> scheduler.Call:
-        # The submission call itself is never retried after a timeout (see OutcomeUnknown);
-        # an injected call (tests, benchmarks) decides for itself.
-        if call is scheduler.call:
-            return scheduler.call(argv, submission=True)
-        return call(argv)
-
     with held(root, wait=not dry_run):
         pre = preflight(
             root=root,
@@ -410,7 +402,7 @@ def submit(
             return Outcome(backend=pre.name, planned=pre.planned, unreachable=pre.unreachable)
         for p in pre.planned:
             gates.require(p.verdicts)
-        done, stopped = execute(pre, now=now, call=submitting)
+        done, stopped = execute(pre, now=now, call=backends.submitting(pre.backend, call))
     if stopped is not None and not done:
         raise stopped
     sha, warnings = after_submission(
