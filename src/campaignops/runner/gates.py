@@ -1,5 +1,5 @@
-"""The five gates a submission passes, in order: committed, authorized, smoke_first, no_sibling,
-breaker (DESIGN §6).
+"""The six gates a submission passes, in order: committed, authorized, smoke_first, no_sibling,
+breaker, budget (DESIGN §6; budget's logic is in runner/budget.py).
 
 Each gate is a pure function of explicit facts returning a Verdict that says what is wrong,
 where, and what to do. ``repo_facts`` is the one place that reads git; the scheduler query and
@@ -19,9 +19,9 @@ from campaignops.ledger import Job
 from campaignops.policy import Policy
 from campaignops.runner.fingerprint import submission_fingerprint
 from campaignops.runner.gitfacts import RepoFacts
-from campaignops.runner.spec import FINISHED, JobState
+from campaignops.runner.spec import FINISHED, JobState, Resources
 
-GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker")
+GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker", "budget")
 # What the runner itself rewrites between submissions: never a reason to refuse one.
 BOOKKEEPING = frozenset({layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md"})
 # Untracked files here may be what a job runs (a new manifest, queue or script): refuse.
@@ -37,7 +37,7 @@ class Verdict:
     passed: bool
     reason: str
     hint: str = ""
-    override: str | None = None  # the reason that passed a tripped breaker: record it
+    override: str | None = None  # the reason that passed a tripped gate: record it
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class Request:
     scheduler: str = "slurm"  # the backend module (slurm, pbs, local): how to cancel a sibling
     time_s: int | None = None  # the job's time limit, in seconds
     smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
+    resources: Resources | None = None  # what each task holds: the budget gate's estimate
 
 
 # How to cancel a job on each backend, for the no_sibling hint.
@@ -416,6 +417,8 @@ def evaluate(
     active: Sequence[JobState] | None,
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first)."""
+    from campaignops.runner import budget  # budget.py builds on this module's Verdict
+
     return (
         committed(repo, paths=request.paths, policy=policy),
         authorized(
@@ -428,6 +431,7 @@ def evaluate(
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
         no_sibling(request, active=active, jobs=jobs),
         breaker(request, jobs=jobs),
+        budget.budget(request, policy=policy, page=page, jobs=jobs),
     )
 
 

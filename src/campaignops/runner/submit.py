@@ -26,7 +26,7 @@ from campaignops.checks import queues as queue_checks
 from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.files import FileReader
 from campaignops.manifest import targets as manifest_targets
-from campaignops.runner import backends, fingerprint, gates, gitfacts, plan, scheduler
+from campaignops.runner import backends, budget, fingerprint, gates, gitfacts, plan, scheduler
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
@@ -266,6 +266,7 @@ def preflight(
             scheduler=be.module,
             time_s=job.spec.time_s,
             smoke_max_minutes=policy.smoke_max_minutes,
+            resources=job.spec.resources,
         )
         verdicts = gates.evaluate(
             request,
@@ -311,6 +312,7 @@ def execute(
     assert pre.head is not None  # the committed gate passed
     done: list[Submitted] = []
     ids_by_group: dict[str, str] = {}
+    page = backends.page(root, pre.name)  # its charging model: each job's charge is recorded
     for p in pre.planned:
         job = p.job
         lid = lw.new_ledger_id(now())
@@ -322,7 +324,8 @@ def execute(
         script.parent.mkdir(parents=True, exist_ok=True)
         (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
         script.write_text(be.render(spec), encoding="utf-8")
-        breaker = next((v for v in p.verdicts if v.gate == "breaker"), None)
+        overridden = next((v.override for v in p.verdicts if v.override), None)
+        charge = budget.job_charge(spec.resources, spec.time_s, page)
         lw.append(
             root,
             [
@@ -341,7 +344,8 @@ def execute(
                     wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
                     array=_array(spec),
                     after=after_ids,
-                    override=breaker.override if breaker else None,
+                    override=overridden,
+                    charge=charge.record() if charge else None,
                     stage_root=plan.stage_root(pre.stage),
                 )
             ],

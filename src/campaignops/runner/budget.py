@@ -1,0 +1,386 @@
+"""The budget gate: what a job will cost, what the ledger says was spent, and the cap.
+
+A backend page's ``charging`` block says how the backend charges (docs/formats.md): node-hours
+or GPU-hours of an HPC allocation, or USD for rented compute, per node or per GPU, whole nodes
+or shares. Each array task is its own allocation, so a job costs
+``tasks × (what one task holds) × per_hour × hours``, at its time limit (the most it may use).
+
+Every submission records its charge in the ledger's intent record (``charge``: unit, rate per
+task-hour, time limit), so what was spent is read from the ledger alone, at the price of the day
+it was submitted: finished tasks at their run time, live ones at their time limit (a reservation:
+what they may still burn). Pure functions; ``read_summary`` is the one reader (for status).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaignops import layout, ledger, walltime, yamldoc
+from campaignops import policy as policy_mod
+from campaignops.errors import CampaignError
+from campaignops.ledger import Job, Task
+from campaignops.policy import Policy
+from campaignops.runner import backends
+from campaignops.runner.gates import Request, Verdict
+from campaignops.runner.spec import FINISHED, Resources
+
+GATE = "budget"
+USD = "usd"
+HPC_UNITS = ("node-hours", "gpu-hours")
+OVERRIDE_HINT = 'or pass --override "why this is worth it" (recorded in the ledger)'
+
+
+@dataclass(frozen=True)
+class Charging:
+    """A page's charging model: ``per_hour`` units for each hour of one ``per`` (node, gpu)."""
+
+    unit: str  # node-hours | gpu-hours | usd
+    per: str  # node | gpu
+    per_hour: float = 1.0
+    whole_nodes: bool = False
+    gpus_per_node: int | None = None
+    allocation: float | None = None  # the project's allocation, in unit
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One job's charge, as the intent record keeps it: ``rate`` units per task-hour."""
+
+    unit: str
+    rate: float
+    time_s: int | None  # the time limit each task may use; None: not known
+
+    def record(self) -> dict[str, Any]:
+        return {"unit": self.unit, "rate": self.rate, "time_s": self.time_s}
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What the ledger's jobs cost, in ``unit``: ``used`` by finished tasks (their run time) and
+    running ones (so far), ``reserved`` by live ones up to their time limit; ``uncounted``
+    jobs carry no charge (submitted before the page had a charging model)."""
+
+    unit: str
+    used: float = 0.0
+    reserved: float = 0.0
+    uncounted: int = 0
+
+    @property
+    def total(self) -> float:
+        return self.used + self.reserved
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return float(value)
+
+
+def charging(page: Mapping[str, Any] | None) -> Charging | None:
+    """The page's charging model, or None (no block, or one `campaign check` refuses)."""
+    block = page.get("charging") if page else None
+    if not isinstance(block, Mapping) or block.get("unit") not in (*HPC_UNITS, USD):
+        return None
+    unit = str(block["unit"])
+    per = block.get("per") or ("gpu" if unit == "gpu-hours" else "node")
+    gpus = block.get("gpus_per_node")
+    if per not in ("node", "gpu") or (unit == USD and _number(block.get("per_hour")) is None):
+        return None
+    return Charging(
+        unit=unit,
+        per=str(per),
+        per_hour=_number(block.get("per_hour")) or 1.0,
+        whole_nodes=block.get("whole_nodes") is True,
+        gpus_per_node=gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else None,
+        allocation=_number(block.get("allocation")),
+    )
+
+
+def held(res: Resources, model: Charging) -> float:
+    """How many nodes or GPUs (``model.per``) one task is charged for. ``resources.gpus`` is
+    per node, as every backend renders it. Whole nodes: a task is charged every node it
+    touches, and every GPU on it; else a node shared by GPU jobs is charged by GPU share."""
+    nodes = res.nodes or 1
+    gpus = res.gpus or 0
+    per_node = model.gpus_per_node
+    if model.per == "gpu":
+        return float(nodes * (per_node if model.whole_nodes and per_node else gpus))
+    if model.whole_nodes or not per_node or not gpus:
+        return float(nodes)
+    return nodes * min(gpus, per_node) / per_node
+
+
+def _entry_limit(page: Mapping[str, Any], res: Resources) -> int | None:
+    """The max_walltime of the partition or queue asked for, else the page's: what the
+    scheduler lets a job without its own limit run for."""
+    for key, asked in (("partitions", res.partition), ("queues", res.queue)):
+        entries = page.get(key)
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, Mapping) and asked is not None and entry.get("name") == asked:
+                limit = entry.get("max_walltime")
+                if limit is not None:
+                    return _parsed(limit)
+    return _parsed(page.get("max_walltime")) if page.get("max_walltime") is not None else None
+
+
+def _parsed(text: object) -> int | None:
+    try:
+        return walltime.parse(text)
+    except CampaignError:
+        return None
+
+
+def job_charge(res: Resources, time_s: int | None, page: Mapping[str, Any] | None) -> Charge | None:
+    """The charge of one task of a job (None: the page has no charging model). A job without
+    its own time limit is charged at its partition's or the page's max_walltime."""
+    model = charging(page)
+    if model is None or page is None:
+        return None
+    limit = time_s if time_s is not None else _entry_limit(page, res)
+    return Charge(unit=model.unit, rate=held(res, model) * model.per_hour, time_s=limit)
+
+
+def estimate(res: Resources, tasks: int, time_s: int, page: Mapping[str, Any]) -> float | None:
+    """The most a job of ``tasks`` array tasks may cost, in the page's unit (None: no model)."""
+    charge = job_charge(res, time_s, page)
+    return None if charge is None else charge.rate * tasks * time_s / 3600
+
+
+def _task_hours(
+    task: Task | None, limit: int | None, now: dt.datetime | None
+) -> tuple[float, float]:
+    """(used, reserved) hours of one task: finished at its run time (its limit when the run
+    time is not known, unless it never started); live at what ran so far plus the rest of
+    its limit."""
+    cap = (limit or 0) / 3600
+    state = task.state if task is not None else None
+    started = ledger.parse_time(task.started) if task is not None else None
+    if task is not None and state in FINISHED:
+        run = task.run_time_s
+        if run is None and started is not None:
+            ended = ledger.parse_time(task.ended)
+            run = (ended - started).total_seconds() if ended and ended >= started else None
+        if run is not None:
+            return run / 3600, 0.0
+        return (0.0, 0.0) if started is None and state == "CANCELLED" else (cap, 0.0)
+    if state == "UNKNOWN":  # the job ended and this task's end was never read: its limit
+        return cap, 0.0
+    so_far = 0.0
+    if state == "RUNNING" and started is not None and now is not None:
+        so_far = max(0.0, min((now - started).total_seconds() / 3600, cap or math.inf))
+    return so_far, max(cap - so_far, 0.0)
+
+
+def recorded_charge(job: Job) -> Charge | None:
+    value = job.record.get("charge")
+    if not isinstance(value, Mapping) or not isinstance(value.get("unit"), str):
+        return None
+    rate, limit = value.get("rate"), value.get("time_s")
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0:
+        return None
+    good = isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0
+    return Charge(unit=value["unit"], rate=float(rate), time_s=limit if good else None)
+
+
+def spent(
+    jobs: Iterable[Job], *, unit: str, backend: str | None, now: dt.datetime | None = None
+) -> Spent:
+    """What the ledger's jobs charged in ``unit``: on ``backend`` (an HPC allocation is one
+    machine's), or on every backend (``None``: USD is one budget, wherever it was spent).
+    A submission the scheduler refused costs nothing; one whose outcome is unknown is
+    reserved at its limit until status --refresh settles it."""
+    used = reserved = 0.0
+    uncounted = 0
+    for job in jobs:
+        if backend is not None and job.backend != backend:
+            continue
+        if job.error and not job.job_id:
+            continue
+        charge = recorded_charge(job)
+        if charge is None:
+            uncounted += backend is not None
+            continue
+        if charge.unit != unit:
+            continue
+        for target in job.targets:
+            u, r = _task_hours(job.task(target), charge.time_s, now)
+            used += u * charge.rate
+            reserved += r * charge.rate
+    return Spent(unit=unit, used=used, reserved=reserved, uncounted=uncounted)
+
+
+def amount(value: float, unit: str) -> str:
+    """``12.5 node-hours``, ``3.20 USD``; a cost too small to show is ``<0.01``."""
+    if 0 < value < 0.01:
+        text = "<0.01"
+    elif unit == USD:
+        text = f"{value:,.2f}"
+    else:
+        text = f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{text} {'USD' if unit == USD else unit}"
+
+
+@dataclass(frozen=True)
+class Cap:
+    """The most ``unit`` the campaign may spend on a backend, and where that number comes from."""
+
+    unit: str
+    limit: float
+    source: str
+    backend: str | None  # None: shared by every backend charging in USD
+
+
+def cap_for(backend: str, model: Charging, policy: Policy) -> tuple[Cap | None, str | None]:
+    """(the cap, None), or (None, why there is none: a reason to pass or to refuse)."""
+    if model.unit == USD:
+        if policy.cloud_usd is None:
+            return None, "budgets.cloud_usd is not set in campaign.yaml"
+        return Cap(USD, policy.cloud_usd, "budgets.cloud_usd", None), None
+    pct = policy.hpc_allocation_cap_percent
+    if pct is None:
+        return None, "budgets.hpc_allocation_cap_percent is not set in campaign.yaml"
+    size = policy.allocations.get(backend)
+    where = f"budgets.allocations.{backend}"
+    if size is None and model.allocation is not None:
+        size, where = model.allocation, f"backends/{backend}.md charging.allocation"
+    if size is None:
+        return None, "allocation-unknown"
+    source = f"{pct:g}% of the {amount(size, model.unit)} allocation ({where})"
+    return Cap(model.unit, size * pct / 100, source, backend), None
+
+
+def _passed(reason: str) -> Verdict:
+    return Verdict(gate=GATE, passed=True, reason=reason)
+
+
+def budget(
+    request: Request, *, policy: Policy, page: Mapping[str, Any] | None, jobs: Iterable[Job]
+) -> Verdict:
+    """Refuse a job whose cost at its time limit, plus what the ledger already spent or holds
+    in reserve, goes over the cap: budgets.cloud_usd for USD, else hpc_allocation_cap_percent
+    of the allocation (campaign.yaml's budgets.allocations, else the page's). A page without
+    a charging model costs nothing here (the local machine). ``request.override`` passes it,
+    and the verdict carries the reason for the ledger."""
+    backend = request.backend
+    page_rel = f"backends/{backend}.md"
+    model = charging(page)
+    if model is None:
+        return _passed(f"no charging model on {page_rel}: cost not estimated")
+    res = request.resources or Resources()
+    charge = job_charge(res, request.time_s, page)
+    assert charge is not None
+    tasks = len(request.targets)
+    override = (request.override or "").strip()
+
+    def refuse(why: str, hint: str) -> Verdict:
+        if override:
+            return Verdict(gate=GATE, passed=True, reason=f"overridden: {why}", override=override)
+        return Verdict(gate=GATE, passed=False, reason=why, hint=f"{hint}, {OVERRIDE_HINT}")
+
+    cap, missing = cap_for(backend, model, policy)
+    if charge.time_s is None:
+        if cap is None and missing != "allocation-unknown":
+            return _passed(f"no time limit: cost not estimated ({missing})")
+        return refuse(
+            f"no time limit: the cost on {page_rel} cannot be estimated",
+            f"set resources.time in the manifest (or max_walltime on {page_rel})",
+        )
+    cost = charge.rate * tasks * charge.time_s / 3600
+    this = (
+        f"this job {amount(cost, model.unit)} ({tasks} task(s) × "
+        f"{amount(charge.rate, model.unit)}/h × {charge.time_s / 3600:g} h)"
+    )
+    if missing == "allocation-unknown":
+        return refuse(
+            f"{this}; the allocation hpc_allocation_cap_percent is a share of is not known",
+            f"set budgets.allocations.{backend} in campaign.yaml to the allocation's size in "
+            f"{model.unit} (sbank or your site's portal shows it)",
+        )
+    if cap is None:
+        return _passed(f"{this}; not capped: {missing}")
+    done = spent(jobs, unit=model.unit, backend=cap.backend)
+    total = cost + done.total
+    so_far = f"already spent or reserved {amount(done.total, model.unit)}"
+    if done.uncounted:
+        so_far += f" ({done.uncounted} earlier job(s) carry no charge and are not counted)"
+    if total > cap.limit:
+        return refuse(
+            f"{this} + {so_far} = {amount(total, model.unit)}, over the cap "
+            f"{amount(cap.limit, model.unit)} ({cap.source})",
+            "shrink the job (fewer targets, a shorter resources.time, fewer nodes or GPUs), or "
+            "raise the budget in campaign.yaml and commit",
+        )
+    return _passed(
+        f"{this} + {so_far} = {amount(total, model.unit)} of the cap "
+        f"{amount(cap.limit, model.unit)} ({cap.source})"
+    )
+
+
+def _share(total: float, cap: Cap) -> str:
+    return f"{100 * total / cap.limit:.0f}%" if cap.limit > 0 else "over" if total else "0%"
+
+
+def summary(
+    policy: Policy,
+    pages: Mapping[str, Mapping[str, Any] | None],
+    jobs: Iterable[Job],
+    now: dt.datetime | None = None,
+) -> str:
+    """Spent against budget, per authorized backend, as a Markdown table and notes ("" when no
+    backend has a charging model). USD is one budget across every backend that charges it."""
+    jobs = list(jobs)
+    rows = ["| backend | spent | reserved | cap | of cap |", "| --- | --- | --- | --- | --- |"]
+    notes: list[str] = []
+    free: list[str] = []
+    cloud = spent(jobs, unit=USD, backend=None, now=now)
+    for name in policy.backends:
+        model = charging(pages.get(name))
+        if model is None:
+            free.append(name)
+            continue
+        mine = spent(jobs, unit=model.unit, backend=name, now=now)
+        cap, missing = cap_for(name, model, policy)
+        if cap is None:
+            limit = "allocation size not set" if missing == "allocation-unknown" else "not set"
+            share = "-"
+        else:
+            total = cloud.total if cap.backend is None else mine.total
+            shared = ", every USD backend" if cap.backend is None else ""
+            limit = f"{amount(cap.limit, cap.unit)} ({cap.source}{shared})"
+            share = _share(total, cap)
+        used, held_back = amount(mine.used, model.unit), amount(mine.reserved, model.unit)
+        rows.append(f"| {name} | {used} | {held_back} | {limit} | {share} |")
+        if mine.uncounted:
+            notes.append(
+                f"{mine.uncounted} job(s) on {name} carry no charge (submitted before its page "
+                "had a charging model): not counted"
+            )
+    if len(rows) == 2:
+        return ""
+    if free:
+        notes.append(f"not charged (no charging model on their page): {', '.join(free)}")
+    notes.append("reserved: what queued and running tasks may still use, up to their time limit")
+    return "\n".join(rows + notes)
+
+
+def read_summary(root: Path, now: dt.datetime | None = None) -> str:
+    """``summary`` of the campaign at ``root``: its policy, its backend pages, its ledger."""
+    try:
+        doc = yamldoc.load(
+            (root / layout.POLICY_FILE).read_text(encoding="utf-8"), path=layout.POLICY_FILE
+        )
+    except (CampaignError, OSError, UnicodeDecodeError):
+        return ""  # campaign check reports the policy's problems; status still shows the jobs
+    policy = policy_mod.from_data(doc)
+    pages: dict[str, Mapping[str, Any] | None] = {}
+    for name in policy.backends:
+        try:
+            pages[name] = backends.page(root, name)
+        except (CampaignError, OSError, UnicodeDecodeError):
+            pages[name] = None
+    return summary(policy, pages, ledger.read(root).jobs, now)
