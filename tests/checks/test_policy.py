@@ -168,4 +168,11 @@ def test_budget_values_out_of_range_are_refused_at_their_line(campaign: Path, ru
     ]
     assert first.where()[1][1] == 13
     page.write_text(priced(text, usd))
-    assert [(p, i) for p, _, i in pol(run).where()][0] == ("backends/local.md", "POLICY003")
+    usd_found = pol(run)
+    assert [(p, i) for p, _, i in usd_found.where()] == [
+        ("backends/local.md", "POLICY003"),
+        ("backends/local.md", "POLICY003"),
+        ("campaign.yaml", "POLICY001"),
+    ]
+    messages = " ".join(str(f["message"]) for f in usd_found.json()["findings"])
+    assert "'per'" in messages and "'per_hour'" in messages
