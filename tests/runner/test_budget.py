@@ -3,6 +3,7 @@ a job's estimate, what the ledger spent or reserves, the cap, the verdict and it
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Mapping
@@ -353,3 +354,19 @@ def test_summary_shows_spent_reserved_and_cap_per_backend() -> None:
         ]
     )
     assert budget.summary(HPC, {"local": {"platform": "local"}}, LEDGER, NOW) == ""
+
+
+def test_earlier_phases_of_the_same_submission_count() -> None:
+    at_cap = budget.budget(
+        dataclasses.replace(request(2), earlier_cost=3.0), policy=HPC, page=POLARIS, jobs=LEDGER
+    )
+    assert at_cap.passed and "= 20 node-hours of the cap 20 node-hours" in at_cap.reason
+    over = budget.budget(
+        dataclasses.replace(request(2), earlier_cost=4.0), policy=HPC, page=POLARIS, jobs=LEDGER
+    )
+    assert not over.passed
+    assert over.reason.startswith(
+        "this job 2 node-hours (2 task(s) × 1 node-hours/h × 1 h) + its submission's earlier "
+        "phases 4 node-hours + already spent or reserved 15 node-hours"
+    )
+    assert "= 21 node-hours, over the cap 20 node-hours" in over.reason

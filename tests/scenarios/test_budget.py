@@ -118,3 +118,33 @@ def test_a_job_over_the_budget_is_refused_overridden_and_shown(camp: Path, run) 
     assert lines[at + 3].strip() == (
         "reserved: what queued and running tasks may still use, up to their time limit"
     )
+
+
+PHASES = """\
+backend: local
+resources: {time: "00:30:00"}
+phases:
+  - name: first
+    jobs: [{id: one, cmd: "true"}]
+  - name: second
+    depends_on: first
+    jobs: [{id: two, cmd: "true"}]
+"""
+
+
+def test_the_phases_of_one_submission_share_the_budget(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/phases.yaml").write_text(PHASES, encoding="utf-8")
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "two phases")
+    # Each phase alone (1.50 USD) fits 2.50 USD; both do not, so nothing is submitted.
+    refused = run("submit", "manifests/phases.yaml", "--stage", "smoke")
+    assert refused.code == 1
+    assert (
+        "budget: this job 1.50 USD (1 task(s) × 3.00 USD/h × 0.5 h) + its submission's earlier "
+        "phases 1.50 USD + already spent or reserved 0.00 USD = 3.00 USD, over the cap 2.50 USD "
+        "(budgets.cloud_usd)" in refused.err
+    )
+    assert ledger.read(camp).jobs == ()
+    dry = run("submit", "manifests/phases.yaml", "--stage", "smoke", "--dry-run")
+    budget_lines = [line for line in dry.out.splitlines() if line.startswith("  gate budget")]
+    assert [line.split()[2] for line in budget_lines] == ["pass", "REFUSE"]

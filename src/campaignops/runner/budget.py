@@ -145,10 +145,15 @@ def job_charge(res: Resources, time_s: int | None, page: Mapping[str, Any] | Non
     return Charge(unit=model.unit, rate=held(res, model) * model.per_hour, time_s=limit)
 
 
-def estimate(res: Resources, tasks: int, time_s: int, page: Mapping[str, Any]) -> float | None:
-    """The most a job of ``tasks`` array tasks may cost, in the page's unit (None: no model)."""
+def estimate(
+    res: Resources, tasks: int, time_s: int | None, page: Mapping[str, Any] | None
+) -> float | None:
+    """The most a job of ``tasks`` array tasks may cost, in the page's unit (None: no charging
+    model, or no time limit to charge)."""
     charge = job_charge(res, time_s, page)
-    return None if charge is None else charge.rate * tasks * time_s / 3600
+    if charge is None or charge.time_s is None:
+        return None
+    return charge.rate * tasks * charge.time_s / 3600
 
 
 def _task_hours(
@@ -295,6 +300,9 @@ def budget(
         f"this job {amount(cost, model.unit)} ({tasks} task(s) × "
         f"{amount(charge.rate, model.unit)}/h × {charge.time_s / 3600:g} h)"
     )
+    if request.earlier_cost:
+        this += f" + its submission's earlier phases {amount(request.earlier_cost, model.unit)}"
+        cost += request.earlier_cost
     if missing == "allocation-unknown":
         return refuse(
             f"{this}; the allocation hpc_allocation_cap_percent is a share of is not known",

@@ -57,6 +57,7 @@ class Request:
     time_s: int | None = None  # the job's time limit, in seconds
     smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
     resources: Resources | None = None  # what each task holds: the budget gate's estimate
+    earlier_cost: float = 0.0  # the budget estimates of this submission's earlier phases
 
 
 # How to cancel a job on each backend, for the no_sibling hint.

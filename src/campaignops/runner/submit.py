@@ -252,6 +252,7 @@ def preflight(
     repo = gitfacts.repo_facts(root, paths)
     active, unreachable = _reach(be, name, call, dry_run=dry_run)
     planned: list[Planned] = []
+    earlier = 0.0  # phases are judged together: the budget counts the ones before
     for job in jobs:
         request = gates.Request(
             campaign=policy.name,
@@ -267,6 +268,10 @@ def preflight(
             time_s=job.spec.time_s,
             smoke_max_minutes=policy.smoke_max_minutes,
             resources=job.spec.resources,
+            earlier_cost=earlier,
+        )
+        earlier += (
+            budget.estimate(job.spec.resources, len(job.targets), job.spec.time_s, page) or 0.0
         )
         verdicts = gates.evaluate(
             request,
