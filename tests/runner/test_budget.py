@@ -370,3 +370,28 @@ def test_earlier_phases_of_the_same_submission_count() -> None:
         "phases 4 node-hours + already spent or reserved 15 node-hours"
     )
     assert "= 21 node-hours, over the cap 20 node-hours" in over.reason
+
+
+def test_summary_says_which_cap_is_missing_and_shares_the_usd_total() -> None:
+    usd = [
+        {**charged("L-v", ["a"], rate=0, time_s=3600, backend="vast-ai", job_id="v1"),
+         "charge": {"unit": "usd", "rate": 4, "time_s": 3600}},
+        state("L-v", state="COMPLETED", run_time_s=1800),
+        {**charged("L-r", ["b"], rate=0, time_s=3600, backend="runpod", job_id="r1"),
+         "charge": {"unit": "usd", "rate": 6, "time_s": 3600}},
+        state("L-r", state="COMPLETED", run_time_s=1800),
+    ]  # fmt: skip
+    mixed = policy.Policy(
+        backends=("polaris", "vast-ai", "runpod"), hpc_allocation_cap_percent=50, cloud_usd=10
+    )
+    pages = {"polaris": POLARIS, "vast-ai": CLOUD, "runpod": CLOUD}
+    rows = budget.summary(mixed, pages, jobs(*usd) + LEDGER, NOW).splitlines()
+    assert rows[2:5] == [
+        "| polaris | 7 node-hours | 8 node-hours | allocation size not set | - |",
+        "| vast-ai | 2.00 USD | 0.00 USD | 10.00 USD (budgets.cloud_usd, every USD backend) | 50% |",
+        "| runpod | 3.00 USD | 0.00 USD | 10.00 USD (budgets.cloud_usd, every USD backend) | 50% |",
+    ]
+    uncapped = policy.Policy(backends=("polaris",))
+    assert budget.summary(uncapped, pages, LEDGER, NOW).splitlines()[2] == (
+        "| polaris | 7 node-hours | 8 node-hours | not set | - |"
+    )

@@ -33,6 +33,9 @@ GATE = "budget"
 USD = "usd"
 HPC_UNITS = ("node-hours", "gpu-hours")
 OVERRIDE_HINT = 'or pass --override "why this is worth it" (recorded in the ledger)'
+ALLOCATION_UNKNOWN = "no allocation size"  # cap_for's answer that refuses, not passes
+# Costs are sums of floats: one at the cap to within this is at the cap, not over it.
+EPSILON = 1e-9
 
 
 @dataclass(frozen=True)
@@ -254,7 +257,7 @@ def cap_for(backend: str, model: Charging, policy: Policy) -> tuple[Cap | None, 
     if size is None and model.allocation is not None:
         size, where = model.allocation, f"backends/{backend}.md charging.allocation"
     if size is None:
-        return None, "allocation-unknown"
+        return None, ALLOCATION_UNKNOWN
     source = f"{pct:g}% of the {amount(size, model.unit)} allocation ({where})"
     return Cap(model.unit, size * pct / 100, source, backend), None
 
@@ -274,11 +277,9 @@ def budget(
     backend = request.backend
     page_rel = f"backends/{backend}.md"
     model = charging(page)
-    if model is None:
+    charge = job_charge(request.resources or Resources(), request.time_s, page)
+    if model is None or charge is None:
         return _passed(f"no charging model on {page_rel}: cost not estimated")
-    res = request.resources or Resources()
-    charge = job_charge(res, request.time_s, page)
-    assert charge is not None
     tasks = len(request.targets)
     override = (request.override or "").strip()
 
@@ -289,7 +290,7 @@ def budget(
 
     cap, missing = cap_for(backend, model, policy)
     if charge.time_s is None:
-        if cap is None and missing != "allocation-unknown":
+        if cap is None and missing != ALLOCATION_UNKNOWN:
             return _passed(f"no time limit: cost not estimated ({missing})")
         return refuse(
             f"no time limit: the cost on {page_rel} cannot be estimated",
@@ -303,7 +304,7 @@ def budget(
     if request.earlier_cost:
         this += f" + its submission's earlier phases {amount(request.earlier_cost, model.unit)}"
         cost += request.earlier_cost
-    if missing == "allocation-unknown":
+    if missing == ALLOCATION_UNKNOWN:
         return refuse(
             f"{this}; the allocation hpc_allocation_cap_percent is a share of is not known",
             f"set budgets.allocations.{backend} in campaign.yaml to the allocation's size in "
@@ -316,7 +317,7 @@ def budget(
     so_far = f"already spent or reserved {amount(done.total, model.unit)}"
     if done.uncounted:
         so_far += f" ({done.uncounted} earlier job(s) carry no charge and are not counted)"
-    if total > cap.limit:
+    if total > cap.limit + EPSILON:
         return refuse(
             f"{this} + {so_far} = {amount(total, model.unit)}, over the cap "
             f"{amount(cap.limit, model.unit)} ({cap.source})",
@@ -354,7 +355,7 @@ def summary(
         mine = spent(jobs, unit=model.unit, backend=name, now=now)
         cap, missing = cap_for(name, model, policy)
         if cap is None:
-            limit = "allocation size not set" if missing == "allocation-unknown" else "not set"
+            limit = "allocation size not set" if missing == ALLOCATION_UNKNOWN else "not set"
             share = "-"
         else:
             total = cloud.total if cap.backend is None else mine.total
