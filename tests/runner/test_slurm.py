@@ -269,6 +269,25 @@ def test_parse_job_id_plain_and_with_cluster() -> None:
         slurm.parse_job_id("sbatch: error: Batch job submission failed\n")
 
 
+@pytest.mark.parametrize(
+    "stdout",
+    [
+        "NOTICE: 5.0 node-hours left on this allocation\n4242\n",  # a site's banner first
+        "Submitted batch job 4242\n",  # a wrapper that drops --parsable
+        "sbatch: routing to partition gpu\nSubmitted batch job 4242 on cluster c1\n",
+        "4242;c1\nsbatch: job queued\n",
+    ],
+)
+def test_a_job_id_is_read_from_any_output_sbatch_gives(stdout: str) -> None:
+    assert slurm.parse_job_id(stdout) == "4242"
+
+
+@pytest.mark.parametrize("stdout", ["", "4242\n4243\n", "job queued\n"])
+def test_no_id_or_two_ids_is_not_read_as_one(stdout: str) -> None:
+    with pytest.raises(slurm.SlurmOutputError):
+        slurm.parse_job_id(stdout)
+
+
 def test_query_is_one_sacct_and_one_squeue_whatever_the_number_of_jobs() -> None:
     many = slurm.query_argvs([str(i) for i in range(1000)])
     assert [argv[2] for argv in many] == ["sacct", "squeue"]
@@ -516,10 +535,17 @@ def test_sibling_query_and_lookup_find_a_pending_job_by_name(
     names = ["demo.held.production", "demo.held.smoke"]
     found = slurm.parse_siblings(sh(*slurm.sibling_argv(names)), names)
     assert [(j.job_id, j.state, j.comment) for j in found] == [(job_id, "PENDING", "L-9 f00")]
-    assert job_id in slurm.parse_lookup([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    looked = slurm.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    assert (looked[job_id].state, looked[job_id].comment) == ("PENDING", "L-9 f00")
     sh("scancel", job_id)
     wait_for([job_id])
     assert slurm.parse_siblings(sh(*slurm.sibling_argv(names)), names) == ()
+    # Once it has ended the lookup still finds it (sacct), which is how a lost result of a
+    # finished job is recovered (tests/scenarios: a lost result found after the job ended).
+    ids = slurm.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    assert list(ids) == [job_id]
+    ended = slurm.parse_states([sh(*argv) for argv in slurm.query_argvs(ids)])
+    assert ended[job_id].state == "CANCELLED"
 
 
 @pytest.mark.slurm

@@ -151,3 +151,71 @@ def test_a_lost_result_is_found_after_the_job_ended(life: Life) -> None:
     assert all(found.task(t).succeeded for t in found.targets)  # type: ignore[union-attr]
     # Nothing is left for status --watch to wait for.
     assert life.run("status", "--refresh").err.startswith("refreshed: 0 scheduler call(s)")
+
+
+def test_editing_a_config_the_command_names_forces_a_new_smoke(life: Life) -> None:
+    _cells(life, bad="lr: 0.3\n")
+    assert life.submit("manifests/cells.yaml", "smoke").code == 0
+    assert life.wait().state == "COMPLETED"
+    life.commit("smoke done")
+    assert life.submit("manifests/cells.yaml", "production", "--dry-run").code == 0
+    # Only the file changes (the manifest does not): that cell needs a new smoke, the others not.
+    life.write("configs/cells/good2.yaml", "lr: 0.9\n")
+    edited = life.submit("manifests/cells.yaml", "production")
+    assert edited.code == 1 and "smoke_first" in edited.err
+    assert "for good2 (smokes of good2 ran an older config)" in edited.err
+    others = life.submit("manifests/cells.yaml", "production", "--targets", "good1", "bad")
+    assert others.code == 0, others.err
+    life.wait()
+    assert life.submit("manifests/cells.yaml", "smoke", "--targets", "good2").code == 0
+    assert life.wait().state == "COMPLETED"
+    life.commit("re-smoked good2")
+    assert life.submit("manifests/cells.yaml", "production", "--targets", "good2").code == 0
+
+
+GPU_ROWS = """\
+partitions:
+  - {name: debug, purpose: smoke, notes: "CPU only"}
+  - {name: mig, purpose: smoke, gpus: 1, gpu_type: "A100 MIG 3g.20gb", smoke_for: a100}
+  - {name: a100, purpose: production, gpus: 4, gpu_type: A100}
+  - {name: h200, purpose: production, gpus: 4, gpu_type: H200}
+"""
+
+GPU = """\
+resources: {time: "00:05:00", partition: a100, gpus: 1}
+smoke:
+  args: {epochs: 1}
+  resources: {partition: SMOKE, gpus: GPUS}
+jobs:
+  - {id: train, cmd: "echo training", args: {epochs: 10}}
+"""
+
+
+def test_a_gpu_production_is_refused_after_a_cpu_smoke(camp, run) -> None:  # type: ignore[no-untyped-def]
+    """The hardware class is the gate's to judge: on the local backend (which runs any
+    request), with partitions on its page standing for a GPU site's."""
+    life = Life(root=camp, backend="local", run=run)
+    page = camp / "backends/local.md"
+    text = page.read_text()
+    start, end = text.index("partitions:"), text.index("accounts:")
+    life.write("backends/local.md", text[:start] + GPU_ROWS + text[end:], commit=False)
+    life.write("manifests/gpu.yaml", GPU.replace("SMOKE", "debug").replace("GPUS", "0"))
+    assert life.submit("manifests/gpu.yaml", "smoke").code == 0
+    assert life.wait().state == "COMPLETED"
+    life.commit("cpu smoke done")
+    cpu_smoked = life.submit("manifests/gpu.yaml", "production", "--dry-run")
+    assert cpu_smoked.code == 1 and "gate smoke_first  REFUSE" in cpu_smoked.out
+    # A GPU smoke on the MIG partition that stands in for the A100 one: production may go.
+    life.write("manifests/gpu.yaml", GPU.replace("SMOKE", "mig").replace("GPUS", "1"))
+    assert life.submit("manifests/gpu.yaml", "smoke").code == 0
+    assert life.wait().state == "COMPLETED"
+    life.commit("gpu smoke done")
+    a100 = life.submit("manifests/gpu.yaml", "production", "--dry-run")
+    assert a100.code == 0 and "gate smoke_first  pass" in a100.out, a100.out
+    # The same smoke says nothing of an H200 production.
+    life.write(
+        "manifests/gpu.yaml",
+        GPU.replace("a100", "h200").replace("SMOKE", "mig").replace("GPUS", "1"),
+    )
+    h200 = life.submit("manifests/gpu.yaml", "production", "--dry-run")
+    assert h200.code == 1 and "gate smoke_first  REFUSE" in h200.out

@@ -60,7 +60,12 @@ def _live(jobs: Iterable[JobState]) -> tuple[JobState, ...]:
 
 
 def _slurm_lookup(names: Sequence[str], call: Run) -> dict[str, JobState]:
-    return slurm.parse_states([call(a).stdout for a in slurm.lookup_argvs(names)])
+    # By name to find the ids (sacct's window misses a job held until it was cancelled, so its
+    # states by name can be partial), then by id, as every refresh asks.
+    found = slurm.parse_states([call(a).stdout for a in slurm.lookup_argvs(names)])
+    if not found:
+        return {}
+    return slurm.parse_states([call(a).stdout for a in slurm.query_argvs(sorted(found))])
 
 
 def _pbs_lookup(names: Sequence[str], call: Run) -> dict[str, JobState]:

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from campaignops import layout, ledger, walltime, yamldoc
 from campaignops import policy as policy_mod
@@ -26,8 +26,11 @@ from campaignops.errors import CampaignError
 from campaignops.ledger import Job, Task
 from campaignops.policy import Policy
 from campaignops.runner import backends
-from campaignops.runner.gates import Request, Verdict
 from campaignops.runner.spec import FINISHED, Resources
+from campaignops.runner.verdict import Verdict
+
+if TYPE_CHECKING:  # gates builds on this module; a Request is only read here
+    from campaignops.runner.gates import Request
 
 GATE = "budget"
 USD = "usd"

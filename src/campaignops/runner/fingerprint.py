@@ -14,7 +14,11 @@ smoke-first gate can match one against the other. It is the sha256 of a canonica
 - the names of the run-length keys (the keys of ``smoke.args``): adding a key there widens the
   mask, so it must invalidate earlier smokes;
 - the target's phase settings, and the target itself: id, phase, expanded args, cmd, output and
-  its job/template settings.
+  its job/template settings;
+- the accelerator class of the stage's request (``cpu``, ``gpu``, ``gpu:<model>``: see
+  runner.accelerator), so a CPU smoke never stands for a GPU production;
+- the content (sha256) of every file in the campaign the target's command names (its config,
+  its script): editing one is a new config, whatever the manifest says.
 
 Masked (value replaced, key kept): every run-length key in an ``args`` mapping, ``--key V``,
 ``--key=V``, ``-key V`` and ``key=V`` of a run-length key inside commands, and in every
@@ -157,10 +161,14 @@ def fingerprints(
     cells: Sequence[Cell] = (),
     *,
     configs: Mapping[str, str] | None = None,
+    hardware: Mapping[str, str] | None = None,
+    files: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
     """Every target's fingerprint, by target id, in one expansion of the manifest (``cells``:
     those of its ``queue``, when it has one; ``configs``: their config files' digests by path,
-    so an edited config is a new config).
+    so an edited config is a new config; ``hardware``: each target's accelerator class at the
+    stage being judged (runner.accelerator); ``files``: the digests of the files each target's
+    command names, by path, so an edited script or config is a new config).
 
     ``doc`` is a schema-valid manifest (``campaign check`` passes): expansion assumes it.
     """
@@ -182,7 +190,12 @@ def fingerprints(
         )
         if target.positional:
             own["config_digest"] = (configs or {}).get(str(target.args.get("cfg")))
-        out[target.id] = digest({**base, "phase": _phase_config(doc, target.phase), "target": own})
+        data = {**base, "phase": _phase_config(doc, target.phase), "target": own}
+        if hardware is not None:
+            data["hardware"] = hardware.get(target.id)
+        if files is not None:
+            data["files"] = dict(sorted((files.get(target.id) or {}).items()))
+        out[target.id] = digest(data)
     return out
 
 

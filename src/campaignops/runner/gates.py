@@ -13,31 +13,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops import layout
 from campaignops.errors import CampaignError
 from campaignops.ledger import Job
 from campaignops.policy import Policy
+from campaignops.runner.budget import budget
+from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.fingerprint import submission_fingerprint
 from campaignops.runner.gitfacts import RepoFacts
 from campaignops.runner.spec import FINISHED, JobState, Resources
+from campaignops.runner.verdict import Verdict as Verdict  # re-exported: submit, cli
+from campaignops.runner.verdict import listed as _listed
+from campaignops.runner.verdict import ok as _ok
+from campaignops.runner.verdict import quoted as _quoted
+from campaignops.runner.verdict import refuse as _refuse
 
 GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker", "budget")
-# What the runner itself rewrites between submissions: never a reason to refuse one.
-BOOKKEEPING = frozenset({layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md"})
-# Untracked files here may be what a job runs (a new manifest, queue or script): refuse.
-WATCHED_DIRS = ("manifests", "queues", "scripts")
-WATCHED_KINDS = (layout.MANIFEST, layout.QUEUE, layout.WRAPPER)
 BREAKER_RUN = 3  # the seed's "3 consecutive same-error failures"
-MAX_LISTED = 5
-
-
-@dataclass(frozen=True)
-class Verdict:
-    gate: str
-    passed: bool
-    reason: str
-    hint: str = ""
-    override: str | None = None  # the reason that passed a tripped gate: record it
 
 
 @dataclass(frozen=True)
@@ -76,91 +67,6 @@ class GateRefused(CampaignError):
     def __init__(self, *, verdict: Verdict) -> None:
         super().__init__(message=f"{verdict.gate}: {verdict.reason}", hint=verdict.hint)
         self.verdict = verdict
-
-
-def _listed(paths: Iterable[str]) -> str:
-    items = sorted(paths)
-    shown = ", ".join(items[:MAX_LISTED])
-    more = len(items) - MAX_LISTED
-    return f"{shown} and {more} more" if more > 0 else shown
-
-
-def _quoted(paths: Iterable[str]) -> str:
-    return " ".join(shlex.quote(p) for p in sorted(paths))
-
-
-def _refuse(gate: str, reason: str, hint: str) -> Verdict:
-    return Verdict(gate=gate, passed=False, reason=reason, hint=hint)
-
-
-def _ok(gate: str, reason: str) -> Verdict:
-    return Verdict(gate=gate, passed=True, reason=reason)
-
-
-def _watched(rel: str, globs: Mapping[str, tuple[str, ...]]) -> bool:
-    top = rel.split("/", 1)[0]
-    patterns = [g for kind in WATCHED_KINDS for g in globs.get(kind, ())]
-    return ("/" in rel and top in WATCHED_DIRS) or layout.matches(rel, patterns)
-
-
-def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
-    """What is submitted is what HEAD holds: the files named are committed and unchanged, no
-    other tracked file differs from HEAD (a job runs the checkout, not only its manifest), no
-    new file waits under manifests/, queues/, scripts/; with require_pushed, HEAD is pushed."""
-    gate = "committed"
-    if not facts.is_repo:
-        return _refuse(
-            gate,
-            "the campaign is not inside a git repository",
-            "git init && git add -A && git commit -m 'campaign'",
-        )
-    if facts.head is None:
-        return _refuse(gate, "the repository has no commit yet", "git add -A && git commit")
-    missing = [p for p in paths if p not in facts.tracked]
-    if missing:
-        return _refuse(
-            gate,
-            f"not committed: {_listed(missing)}",
-            f"commit: git add {_quoted(missing)} && git commit",
-        )
-    dirty = sorted(facts.dirty - BOOKKEEPING)
-    if dirty:
-        verb = "has" if len(dirty) == 1 else "have"
-        return _refuse(
-            gate,
-            f"{_listed(dirty)} {verb} uncommitted changes",
-            f"commit {'it' if len(dirty) == 1 else 'them'}: git add {_quoted(dirty)} && git commit "
-            "(or discard with git restore), then submit again",
-        )
-    untracked = sorted(p for p in facts.untracked if _watched(p, policy.globs))
-    if untracked:
-        return _refuse(
-            gate,
-            f"untracked under {', '.join(d + '/' for d in WATCHED_DIRS)}: {_listed(untracked)}",
-            f"commit them (git add {_quoted(untracked)} && git commit) or remove them",
-        )
-    short = facts.head[:12]
-    if not policy.require_pushed:
-        return _ok(gate, f"HEAD {short} holds every file submitted")
-    if facts.branch is None:
-        return _refuse(
-            gate,
-            f"HEAD {short} is detached and campaign.yaml has require_pushed",
-            "check out a branch and push it: git switch -c NAME && git push -u origin NAME",
-        )
-    if facts.upstream is None:
-        return _refuse(
-            gate,
-            f"branch {facts.branch} has no upstream and campaign.yaml has require_pushed",
-            f"git push -u origin {shlex.quote(facts.branch)}",
-        )
-    if not facts.upstream_contains_head:
-        return _refuse(
-            gate,
-            f"HEAD {short} is not on {facts.upstream} (require_pushed in campaign.yaml)",
-            "git push, then submit again",
-        )
-    return _ok(gate, f"HEAD {short} is committed and on {facts.upstream}")
 
 
 def _names(page: Mapping[str, Any]) -> list[str]:
@@ -418,8 +324,6 @@ def evaluate(
     active: Sequence[JobState] | None,
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first)."""
-    from campaignops.runner import budget  # budget.py builds on this module's Verdict
-
     return (
         committed(repo, paths=request.paths, policy=policy),
         authorized(
@@ -432,7 +336,7 @@ def evaluate(
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
         no_sibling(request, active=active, jobs=jobs),
         breaker(request, jobs=jobs),
-        budget.budget(request, policy=policy, page=page, jobs=jobs),
+        budget(request, policy=policy, page=page, jobs=jobs),
     )
 
 

@@ -62,6 +62,24 @@ def _resources(*layers: Mapping[str, Any] | None) -> Resources:
     return Resources(**{k: v for k, v in merged.items() if k in known})
 
 
+def resources_for(doc: Mapping[str, Any], phase: str | None, stage: str) -> Resources:
+    """What a job of ``phase`` (None: the manifest's own targets) asks for at ``stage``: the
+    manifest's resources, then the phase's, then (a smoke) ``smoke.resources``."""
+    found = doc.get("smoke")
+    smoke: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    own = next(
+        (
+            p.get("resources")
+            for p in doc.get("phases") or ()
+            if isinstance(p, Mapping) and p.get("name") == phase
+        ),
+        None,
+    )
+    return _resources(
+        doc.get("resources"), own, smoke.get("resources") if stage == "smoke" else None
+    )
+
+
 def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any]) -> str:
     base = target.cmd or doc.get("default_cmd")
     if not isinstance(base, str) or not base.strip():
@@ -122,7 +140,6 @@ def plan(
         raise UsageError(message=f"unknown stage {stage!r}", hint="use smoke, single or production")
     smoke = doc.get("smoke") or {}
     smoke_args = (smoke.get("args") or {}) if stage == "smoke" else {}
-    smoke_res = smoke.get("resources") if stage == "smoke" else None
     targets = list(manifest.targets(doc, cells))
     known = {t.id for t in targets}
     missing = [t for t in only if t not in known]
@@ -149,7 +166,7 @@ def plan(
         name = job_name(
             policy.name or "campaign", members[0].id if len(members) == 1 else group, stage
         )
-        resources = _resources(doc.get("resources"), smoke_res)
+        resources = resources_for(doc, members[0].phase, stage)
         spec = JobSpec(
             name=name,
             workdir=workdir,

@@ -203,12 +203,24 @@ def submit_argv(script_path: str) -> list[str]:
     return ["sbatch", "--parsable", script_path]
 
 
+_PARSABLE = re.compile(r"([0-9]+)(?:;[A-Za-z0-9_.-]+)?")
+_SUBMITTED = re.compile(r"Submitted batch job ([0-9]+)(?: on cluster [A-Za-z0-9_.-]+)?")
+
+
 def parse_job_id(stdout: str) -> str:
-    """``sbatch --parsable`` prints ``<id>`` or, on a multi-cluster site, ``<id>;<cluster>``."""
-    match = re.fullmatch(r"\s*([0-9]+)(?:;[A-Za-z0-9_.-]+)?\s*", stdout)
-    if match is None:
-        raise SlurmOutputError(message=f"sbatch printed {stdout[:200]!r}, not a job id")
-    return match[1]
+    """The job id in whatever sbatch printed: ``--parsable``'s ``<id>`` or ``<id>;<cluster>``
+    on a line of its own, or ``Submitted batch job <id>`` (a site wrapper that drops
+    --parsable), with any banner lines a site's job_submit plugin or wrapper adds around it.
+    Exactly one id must be found: two would mean the output is not what we think."""
+    found: list[str] = []
+    for line in stdout.splitlines():
+        text = line.strip()
+        match = _PARSABLE.fullmatch(text) or _SUBMITTED.search(text)
+        if match is not None:
+            found.append(match[1])
+    if len(set(found)) != 1:
+        raise SlurmOutputError(message=f"sbatch printed {stdout[:200]!r}, not one job id")
+    return found[0]
 
 
 def _ids(job_ids: Iterable[str]) -> str:

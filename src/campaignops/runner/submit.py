@@ -13,26 +13,32 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger, lockfile, queuefile, yamldoc
+from campaignops import layout, ledger, lockfile, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.checks import manifests as man_checks
-from campaignops.checks import queues as queue_checks
 from campaignops.errors import CampaignError, InputError, UsageError
-from campaignops.files import FileReader
 from campaignops.manifest import targets as manifest_targets
-from campaignops.runner import backends, budget, fingerprint, gates, gitfacts, plan, scheduler
+from campaignops.runner import (
+    backends,
+    budget,
+    fingerprint,
+    gates,
+    gitfacts,
+    inputs,
+    named,
+    plan,
+    scheduler,
+)
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
 JOBS_DIR = ".campaign/jobs"
-WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0-9]+)")
 # What a dry run's script shows where the ledger id and commit will go: a syntactically valid
 # id and commit, so every backend's validator accepts the preview.
 PREVIEW_LEDGER_ID = "L00000000T000000Z-000000000000"
@@ -97,55 +103,6 @@ def _yaml(root: Path, rel: str) -> tuple[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path=rel, message=f"cannot read: {exc}", hint="check the path") from None
     return text, yamldoc.load(text, path=rel)
-
-
-def wrappers_in(tasks: Sequence[str], root: Path) -> tuple[str, ...]:
-    """The versioned wrappers the tasks call by path (they are locked at first use)."""
-    found = {m.group(1) for t in tasks for m in WRAPPER_REF.finditer(t)}
-    return tuple(sorted(p for p in found if (root / p).is_file()))
-
-
-def queue_cells(root: Path, rel: str) -> tuple[tuple[queuefile.Cell, ...], dict[str, str]]:
-    """The cells of a manifest's queue file, and each config's sha256 (part of its cell's
-    fingerprint). Read as `campaign check` reads it (inside the campaign, size-capped, UTF-8);
-    a line the wrapper would misread, a config it could not open, or two cells with one name
-    (one output directory) refuse the whole submission."""
-    reader = FileReader(root)
-    text = reader.read_text(rel)
-    if text is None:
-        raise reader.problems[rel]
-    parsed = queuefile.parse(text)
-    if parsed.problems:
-        first = parsed.problems[0]
-        raise UsageError(
-            message=f"{rel}:{first.line}:{first.col}: {first.message}",
-            hint=f"fix the queue file first: campaign check --select QUEUE {rel}",
-        )
-    seen: dict[str, int] = {}
-    digests: dict[str, str] = {}
-    for cell in parsed.cells:
-        if cell.name in seen:
-            raise UsageError(
-                message=f"{rel}:{cell.line}:1: cell {cell.name!r} again (line {seen[cell.name]}):"
-                " both would write the same output directory",
-                hint="give each config a distinct file name, or comment one line out",
-            )
-        seen[cell.name] = cell.line
-        why = queue_checks.config_problem(reader, cell.cfg)
-        data = reader.read_bytes(cell.cfg) if why is None else None
-        if data is None:
-            raise UsageError(
-                message=f"{rel}:{cell.line}:1: config {cell.cfg!r} "
-                + (why or str(reader.problems[cell.cfg].message)),
-                hint="commit the config inside the campaign, or fix the path (relative to the "
-                "campaign root)",
-            )
-        digests[cell.cfg] = lockfile.digest(data)
-    if not parsed.cells:
-        raise UsageError(
-            message=f"{rel}: no cells to run", hint="add lines '<cfg_path> <task> [epochs]'"
-        )
-    return parsed.cells, digests
 
 
 def failed_targets(jobs: Sequence[ledger.Job], stage: str, among: Sequence[str]) -> list[str]:
@@ -219,7 +176,7 @@ def preflight(
     gates.require((gates.authorized(name, policy=policy, page=page),))
     be = backends.for_page(name, page, root=root)
     cells, configs = (
-        queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ((), {})
+        inputs.queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ((), {})
     )
     history = ledger.read(root)
     only = list(targets)
@@ -240,15 +197,31 @@ def preflight(
     if after:
         chained = dataclasses.replace(jobs[0].spec, after=(after,))
         jobs = [dataclasses.replace(jobs[0], spec=chained), *jobs[1:]]
-    fps = fingerprint.fingerprints(doc, cells, configs=configs)
+    fps = inputs.fingerprints(
+        doc=doc,
+        cells=cells,
+        configs=configs,
+        stage=stage,
+        page=page,
+        root=root,
+        targets=[t for j in jobs for t in j.targets],
+    )
     tasks = [t for j in jobs for t in j.spec.tasks]
-    wrappers = wrappers_in(tasks, root)
+    wrappers = inputs.wrappers_in(tasks, root)
     queue_files = tuple(
         r for r in layout.walk(root) if layout.QUEUE in layout.kinds_of(r, policy.globs)
     )
     if isinstance(doc.get("queue"), str) and doc["queue"] not in queue_files:
         queue_files = (*queue_files, doc["queue"])
-    paths = (manifest, layout.POLICY_FILE, page_rel, *wrappers, *queue_files, *configs)
+    paths = (
+        manifest,
+        layout.POLICY_FILE,
+        page_rel,
+        *wrappers,
+        *queue_files,
+        *configs,
+        *named.files_named(tasks, root),
+    )
     repo = gitfacts.repo_facts(root, paths)
     active, unreachable = _reach(be, name, call, dry_run=dry_run)
     planned: list[Planned] = []

@@ -1,0 +1,188 @@
+"""The committed gate: what a job runs is what HEAD holds, byte for byte (docs/runner.md, "The
+committed gate"). A pure function of the facts ``gitfacts.repo_facts`` reads."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+
+from campaignops import layout
+from campaignops.policy import Policy
+from campaignops.runner.gitfacts import RepoFacts
+from campaignops.runner.verdict import Verdict
+from campaignops.runner.verdict import listed as _listed
+from campaignops.runner.verdict import ok as _ok
+from campaignops.runner.verdict import quoted as _quoted
+from campaignops.runner.verdict import refuse as _refuse
+
+# What the runner itself rewrites between submissions: never a reason to refuse one.
+BOOKKEEPING = frozenset({layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md"})
+# Untracked files here may be what a job runs (a new manifest, queue or script): refuse.
+WATCHED_DIRS = ("manifests", "queues", "scripts")
+WATCHED_KINDS = (layout.MANIFEST, layout.QUEUE, layout.WRAPPER)
+# Ignored there, yet no reason to refuse: caches tools derive from the committed sources.
+DERIVED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ipynb_checkpoints"})
+DERIVED_SUFFIXES = (".pyc", ".pyo", ".DS_Store")
+
+
+def _watched(rel: str, globs: Mapping[str, tuple[str, ...]]) -> bool:
+    top = rel.split("/", 1)[0]
+    patterns = [g for kind in WATCHED_KINDS for g in globs.get(kind, ())]
+    return ("/" in rel and top in WATCHED_DIRS) or layout.matches(rel, patterns)
+
+
+def _flag_hint(flagged: Mapping[str, str]) -> str:
+    by_kind: dict[str, list[str]] = {}
+    for path, kind in flagged.items():
+        by_kind.setdefault(kind, []).append(path)
+    clear = " && ".join(
+        f"git update-index --no-{kind} {_quoted(paths)}" for kind, paths in sorted(by_kind.items())
+    )
+    return f"{clear}, then commit or restore the files (git status shows them again)"
+
+
+def _trick(facts: RepoFacts, paths: Sequence[str]) -> Verdict | None:
+    """The refusals git status cannot give: content that is not HEAD's although status is
+    clean (a symlink out of the repository, an index bit, an ignored or excluded file)."""
+    gate = "committed"
+    outside = {p: facts.outside[p] for p in paths if p in facts.outside}
+    if outside:
+        links = _listed(
+            f"{p} -> {t}" if p == link else f"{p} (through {link} -> {t})"
+            for p, (link, t) in outside.items()
+        )
+        link = shlex.quote(outside[min(outside)][0])
+        return _refuse(
+            gate,
+            f"symlink leading out of the repository: {links}; what it reads is in no commit",
+            f"replace the symlink with a copy of what it points to (cp -RL {link} {link}.copy "
+            f"&& rm {link} && mv {link}.copy {link}), then git add {link} && git commit; name "
+            "data outside the campaign by its absolute path in the command instead",
+        )
+    flagged = {p: k for p, k in facts.flagged.items() if p not in BOOKKEEPING}
+    if flagged:
+        marks = _listed(f"{p} ({k})" for p, k in flagged.items())
+        return _refuse(
+            gate,
+            f"git status cannot see changes to {marks}: its index entry says so",
+            _flag_hint(flagged),
+        )
+    ruled = {p: facts.rules[p] for p in paths if p in facts.rules}
+    if ruled:
+        return _refuse(
+            gate,
+            f"ignored by git, so never committed: {_listed(f'{p} ({r})' for p, r in ruled.items())}",
+            "un-ignore it (drop or narrow that rule, or add a !rule after it), then git add "
+            f"{_quoted(ruled)} && git commit",
+        )
+    return None
+
+
+def _hidden(facts: RepoFacts, policy: Policy) -> Verdict | None:
+    hidden = sorted(
+        p
+        for p in facts.ignored
+        if _watched(p.rstrip("/"), policy.globs)
+        and not DERIVED_DIRS.intersection(p.split("/"))
+        and not p.endswith(DERIVED_SUFFIXES)
+    )
+    if not hidden:
+        return None
+    return _refuse(
+        "committed",
+        f"ignored or excluded under {', '.join(d + '/' for d in WATCHED_DIRS)}: "
+        f"{_listed(hidden)} (a job may run them; git status does not show them)",
+        "commit them (drop the rule in .gitignore or .git/info/exclude, then git add "
+        f"{_quoted(hidden)} && git commit) or move them out of the campaign",
+    )
+
+
+def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
+    """What is submitted is what HEAD holds, byte for byte: the files named (manifest, policy,
+    wrappers, configs, every file the commands name) are in HEAD and identical to it, none
+    through a symlink out of the repository, none with an index bit that hides its changes;
+    no other tracked file differs from HEAD (a job runs the checkout), no new or ignored file
+    waits under manifests/, queues/, scripts/; with require_pushed, HEAD is pushed."""
+    gate = "committed"
+    if not facts.is_repo:
+        return _refuse(
+            gate,
+            "the campaign is not inside a git repository",
+            "git init && git add -A && git commit -m 'campaign'",
+        )
+    if facts.head is None:
+        return _refuse(gate, "the repository has no commit yet", "git add -A && git commit")
+    paths = list(dict.fromkeys(paths))
+    trick = _trick(facts, paths)
+    if trick is not None:
+        return trick
+    missing = [p for p in paths if p not in facts.tracked]
+    if missing:
+        return _refuse(
+            gate,
+            f"not committed: {_listed(missing)}",
+            f"commit: git add {_quoted(missing)} && git commit",
+        )
+    converted = sorted(facts.converted - BOOKKEEPING)
+    if converted:
+        one = len(converted) == 1
+        return _refuse(
+            gate,
+            f"{_listed(converted)} {'differs' if one else 'differ'} from HEAD byte for byte, "
+            f"though git status calls {'it' if one else 'them'} clean: git converts "
+            f"{'it' if one else 'them'} on the way in (line endings, a clean filter)",
+            f"write HEAD's bytes back (rm {_quoted(converted)} && git checkout -- "
+            f"{_quoted(converted)}); if the job should run these bytes, turn the conversion "
+            "off for them in .gitattributes (-text) and commit them",
+        )
+    unseen = sorted(facts.unseen - BOOKKEEPING)
+    if unseen:
+        it, its = ("it", "its") if len(unseen) == 1 else ("them", "their")
+        return _refuse(
+            gate,
+            f"{_listed(unseen)} changed since HEAD, though git status calls {it} clean (it "
+            f"trusts {its} unchanged size and modification time)",
+            f"touch {_quoted(unseen)} so that git reads {it} again, then commit (git add "
+            f"{_quoted(unseen)} && git commit) or restore HEAD's (git restore {_quoted(unseen)})",
+        )
+    dirty = sorted(facts.dirty - BOOKKEEPING)
+    if dirty:
+        verb = "has" if len(dirty) == 1 else "have"
+        return _refuse(
+            gate,
+            f"{_listed(dirty)} {verb} uncommitted changes",
+            f"commit {'it' if len(dirty) == 1 else 'them'}: git add {_quoted(dirty)} && git commit "
+            "(or discard with git restore), then submit again",
+        )
+    untracked = sorted(p for p in facts.untracked if _watched(p, policy.globs))
+    if untracked:
+        return _refuse(
+            gate,
+            f"untracked under {', '.join(d + '/' for d in WATCHED_DIRS)}: {_listed(untracked)}",
+            f"commit them (git add {_quoted(untracked)} && git commit) or remove them",
+        )
+    hidden = _hidden(facts, policy)
+    if hidden is not None:
+        return hidden
+    short = facts.head[:12]
+    if not policy.require_pushed:
+        return _ok(gate, f"HEAD {short} holds every file submitted")
+    if facts.branch is None:
+        return _refuse(
+            gate,
+            f"HEAD {short} is detached and campaign.yaml has require_pushed",
+            "check out a branch and push it: git switch -c NAME && git push -u origin NAME",
+        )
+    if facts.upstream is None:
+        return _refuse(
+            gate,
+            f"branch {facts.branch} has no upstream and campaign.yaml has require_pushed",
+            f"git push -u origin {shlex.quote(facts.branch)}",
+        )
+    if not facts.upstream_contains_head:
+        return _refuse(
+            gate,
+            f"HEAD {short} is not on {facts.upstream} (require_pushed in campaign.yaml)",
+            "git push, then submit again",
+        )
+    return _ok(gate, f"HEAD {short} is committed and on {facts.upstream}")

@@ -1,0 +1,109 @@
+"""What a submission is made of, read from the campaign: a queue file's cells and their
+configs, the versioned wrappers the tasks call, and each target's fingerprint with the facts
+that only the submitting checkout knows (the hardware class of the stage's request on the
+backend page, the content of the files each command names).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from campaignops import lockfile, manifest, queuefile
+from campaignops.checks import queues as queue_checks
+from campaignops.errors import UsageError
+from campaignops.files import FileReader
+from campaignops.runner import accelerator, fingerprint, named, plan
+
+WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0-9]+)")
+
+
+def wrappers_in(tasks: Sequence[str], root: Path) -> tuple[str, ...]:
+    """The versioned wrappers the tasks call by path (they are locked at first use)."""
+    found = {m.group(1) for t in tasks for m in WRAPPER_REF.finditer(t)}
+    return tuple(sorted(p for p in found if (root / p).is_file()))
+
+
+def queue_cells(root: Path, rel: str) -> tuple[tuple[queuefile.Cell, ...], dict[str, str]]:
+    """The cells of a manifest's queue file, and each config's sha256 (part of its cell's
+    fingerprint). Read as `campaign check` reads it (inside the campaign, size-capped, UTF-8);
+    a line the wrapper would misread, a config it could not open, or two cells with one name
+    (one output directory) refuse the whole submission."""
+    reader = FileReader(root)
+    text = reader.read_text(rel)
+    if text is None:
+        raise reader.problems[rel]
+    parsed = queuefile.parse(text)
+    if parsed.problems:
+        first = parsed.problems[0]
+        raise UsageError(
+            message=f"{rel}:{first.line}:{first.col}: {first.message}",
+            hint=f"fix the queue file first: campaign check --select QUEUE {rel}",
+        )
+    seen: dict[str, int] = {}
+    digests: dict[str, str] = {}
+    for cell in parsed.cells:
+        if cell.name in seen:
+            raise UsageError(
+                message=f"{rel}:{cell.line}:1: cell {cell.name!r} again (line {seen[cell.name]}):"
+                " both would write the same output directory",
+                hint="give each config a distinct file name, or comment one line out",
+            )
+        seen[cell.name] = cell.line
+        why = queue_checks.config_problem(reader, cell.cfg)
+        data = reader.read_bytes(cell.cfg) if why is None else None
+        if data is None:
+            raise UsageError(
+                message=f"{rel}:{cell.line}:1: config {cell.cfg!r} "
+                + (why or str(reader.problems[cell.cfg].message)),
+                hint="commit the config inside the campaign, or fix the path (relative to the "
+                "campaign root)",
+            )
+        digests[cell.cfg] = lockfile.digest(data)
+    if not parsed.cells:
+        raise UsageError(
+            message=f"{rel}: no cells to run", hint="add lines '<cfg_path> <task> [epochs]'"
+        )
+    return parsed.cells, digests
+
+
+def named_digests(
+    doc: Mapping[str, Any], targets: Sequence[manifest.Target], root: Path
+) -> dict[str, dict[str, str]]:
+    """Each target's named files (path → sha256), read from its production command: the run
+    length a smoke shortens never changes which files a config is made of."""
+    cache: dict[str, str] = {}
+    out: dict[str, dict[str, str]] = {}
+    for target in targets:
+        command = plan.command(target, doc, target.args)
+        digests: dict[str, str] = {}
+        for rel in named.files_named([command], root):
+            if rel not in cache:
+                try:
+                    cache[rel] = lockfile.digest((root / rel).read_bytes())
+                except OSError:
+                    cache[rel] = "unreadable"
+            digests[rel] = cache[rel]
+        out[target.id] = digests
+    return out
+
+
+def fingerprints(
+    *,
+    doc: Mapping[str, Any],
+    cells: Sequence[queuefile.Cell],
+    configs: Mapping[str, str],
+    stage: str,
+    page: Mapping[str, Any] | None,
+    root: Path,
+    targets: Sequence[str],
+) -> dict[str, str]:
+    """Every target's fingerprint at ``stage``; the named files are read for ``targets`` (the
+    ones submitted) only."""
+    every = list(manifest.targets(doc, cells))
+    wanted = set(targets)
+    hardware = {t.id: accelerator.of(plan.resources_for(doc, t.phase, stage), page) for t in every}
+    files = named_digests(doc, [t for t in every if t.id in wanted], root)
+    return fingerprint.fingerprints(doc, cells, configs=configs, hardware=hardware, files=files)

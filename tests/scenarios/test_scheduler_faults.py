@@ -1,0 +1,161 @@
+"""When the scheduler, the disk or git misbehave around a submission: one job per target,
+honest exit codes, nothing lost, nothing submitted twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from campaignops import ledger
+from campaignops.runner import scheduler
+from tests.conftest import git
+from tests.scenarios.conftest import Life
+
+NAP = """\
+resources: {time: "00:05:00", mem: 100M}
+smoke:
+  args: {seconds: 60}
+jobs:
+  - id: nap
+    cmd: python3 -c "import sys, time; time.sleep(float(sys.argv[2]))"
+    args: {seconds: 600}
+"""
+
+
+def _campaign_bin() -> str:
+    found = shutil.which("campaign") or str(Path(sys.executable).with_name("campaign"))
+    assert Path(found).exists(), "the campaign command is installed with the package"
+    return found
+
+
+def test_five_concurrent_submits_of_one_target_start_one_job(life: Life) -> None:
+    life.write("manifests/nap.yaml", NAP)
+    argv = [_campaign_bin(), "submit", "manifests/nap.yaml", "--stage", "smoke"]
+    argv += ["--backend", life.backend]
+    procs = [
+        subprocess.Popen(argv, cwd=life.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(5)
+    ]
+    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 1, 1, 1, 1], results
+    refusals = [err.decode() for code, _, err in results if code == 1]
+    assert all("no_sibling" in err for err in refusals), refusals
+    (job,) = life.jobs()
+    assert job.job_id and job.targets == ("nap",)
+    cancelled = life.run("cancel", str(job.job_id))
+    assert cancelled.code == 0, cancelled.err
+
+
+def test_a_missing_scheduler_is_exit_2_and_a_dry_run_shows_every_other_gate(
+    camp: Path, run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # A laptop: git and Python, but no Slurm commands on PATH.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("git", "env", "bash"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bare / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bare))
+    argv = ["submit", "manifests/example.yaml", "--stage", "smoke", "--backend", "generic-slurm"]
+    dry = run(*argv, "--dry-run")
+    assert dry.code == 2, dry.out + dry.err
+    assert "gate committed    pass" in dry.out and "gate smoke_first  pass" in dry.out
+    assert "gate no_sibling   pass   not checked" in dry.out
+    assert "#SBATCH --job-name=life.example.smoke" in dry.out
+    assert "cannot reach backend generic-slurm" in dry.out and "squeue" in dry.out
+    real = run(*argv)
+    assert real.code == 2 and "cannot reach backend generic-slurm" in real.err
+    assert "Traceback" not in real.err
+    assert ledger.read(camp).jobs == ()
+
+
+@pytest.mark.slurm
+def test_a_submission_that_times_out_is_an_unknown_outcome_until_refresh_finds_it(
+    camp: Path, run, slurm_cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # sbatch queues the job, then the answer never comes back in time (a slow controller).
+    real = shutil.which("sbatch")
+    assert real is not None
+    wrappers = tmp_path / "slow-bin"
+    wrappers.mkdir()
+    (wrappers / "sbatch").write_text(f'#!/bin/bash\n"{real}" "$@"\nsleep 30\n')
+    (wrappers / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrappers}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(scheduler, "TIMEOUT_S", 3.0)
+    life = Life(root=camp, backend="generic-slurm", run=run)
+    life.write("manifests/nap.yaml", NAP.replace("{seconds: 60}", "{seconds: 2}"))
+    first = life.submit("manifests/nap.yaml", "smoke")
+    assert first.code == 1, first.err
+    assert "outcome unknown for life.nap.smoke" in first.out and "Traceback" not in first.err
+    (job,) = life.jobs()
+    assert job.job_id is None and job.text("outcome") == "unknown" and not job.error
+    # Until it is found, the target counts as queued: no second job.
+    second = life.submit("manifests/nap.yaml", "smoke")
+    assert second.code == 1 and "no_sibling" in second.err and "outcome unknown" in second.err
+    assert "campaign status --refresh" in second.err
+    monkeypatch.setenv("PATH", os.environ["PATH"].split(os.pathsep, 1)[1])
+    found = run("status", "--refresh")
+    assert found.code == 0 and "1 lost result(s) found" in found.err
+    (job,) = life.jobs()
+    assert job.job_id is not None and job.job_id.isdigit()
+    assert life.wait(job.ledger_id).state == "COMPLETED"
+
+
+def _hook(root: Path, body: str) -> None:
+    hook = root / ".git/hooks/pre-commit"
+    hook.write_text(f"#!/bin/sh\n{body}\n")
+    hook.chmod(0o755)
+
+
+def test_commit_records_the_submission_whatever_the_campaigns_hooks_say(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    _hook(camp, "echo 'STALE001 a stamp is old' >&2; exit 1")
+    done = run("submit", "manifests/example.yaml", "--stage", "smoke", "--commit")
+    assert done.code == 0, done.err
+    assert "submitted life.example.smoke as job" in done.out and "committed ledger" in done.out
+    assert git(camp, "status", "--porcelain", "--", ".campaign", "STATUS.md") == ""
+    shown = git(camp, "show", "--stat", "--format=%s", "HEAD")
+    assert shown.startswith("Submit life.example.smoke (local-")
+    assert ".campaign/ledger.jsonl" in shown and ".campaign/jobs/" in shown
+
+
+def test_a_failed_push_after_submitting_is_exit_1_with_the_job_recorded(
+    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "pushy", "--defaults", "--data", "require_pushed=yes").code == 0
+    root = tmp_path / "pushy"
+    upstream = tmp_path / "upstream.git"
+    git(tmp_path, "init", "-q", "--bare", str(upstream))
+    git(root, "remote", "add", "origin", str(upstream))
+    git(root, "push", "-q", "-u", "origin", "main")
+    # The upstream refuses every push from now on (a protected branch, a full disk...).
+    refuse = upstream / "hooks/pre-receive"
+    refuse.write_text("#!/bin/sh\necho 'protected branch' >&2\nexit 1\n")
+    refuse.chmod(0o755)
+    monkeypatch.chdir(root)
+    done = run("submit", "manifests/example.yaml", "--stage", "smoke", "--commit")
+    assert done.code == 1, done.out + done.err
+    assert "submitted pushy.example.smoke as job local-" in done.out
+    assert "not pushed" in done.err and "run: git push" in done.err and "Traceback" not in done.err
+    records = [json.loads(x) for x in (root / ".campaign/ledger.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["intent", "result"]
+    assert records[1]["job_id"].startswith("local-")
+
+
+def test_status_md_that_cannot_be_rendered_after_submitting_is_a_warning(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    status = camp / "STATUS.md"
+    # A hand edit broke a marker: the view cannot be written back; the job is queued all the same.
+    status.write_text(status.read_text() + "\n<!-- campaign:begin jobs -->\n")
+    done = run("submit", "manifests/example.yaml", "--stage", "smoke")
+    assert done.code == 1, done.err
+    assert "submitted life.example.smoke as job local-" in done.out
+    assert "STATUS.md was not re-rendered" in done.err and "run: campaign render" in done.err
+    assert "Traceback" not in done.err
