@@ -395,3 +395,17 @@ def test_summary_says_which_cap_is_missing_and_shares_the_usd_total() -> None:
     assert budget.summary(uncapped, pages, LEDGER, NOW).splitlines()[2] == (
         "| polaris | 7 node-hours | 8 node-hours | not set | - |"
     )
+
+
+def test_each_task_reads_every_task_as_job_task_does() -> None:
+    more = jobs(
+        charged("L-y", ["b", "c", "d"], rate=1, time_s=3600, job_id="8"),
+        state("L-y", state="FAILED", tasks={"0": {"state": "FAILED", "run_time_s": 60}}),
+        charged("L-z", ["e", "f"], rate=1, time_s=3600, job_id="9"),
+        state("L-z", state="COMPLETED", run_time_s=10),
+    )
+    for job in LEDGER + more:
+        read = [ledger.Task.of(i, f) for i, f in enumerate(budget._each_task(job))]
+        assert read == [job.task(t) for t in job.targets]
+    states = [f.get("state") for j in more for f in budget._each_task(j)]
+    assert states == ["FAILED", "UNKNOWN", "UNKNOWN", "COMPLETED", "COMPLETED"]

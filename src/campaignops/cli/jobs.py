@@ -154,7 +154,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(line, file=out)
     from campaignops.runner import budget
 
-    spent = budget.read_summary(root, datetime.now(timezone.utc))
+    spent = budget.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)
     if spent:
         print("\nspent against budget:", file=out)
         for line in aligned(spent):
@@ -202,7 +202,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Submit a manifest's targets to a backend: only from committed files, "
         "smoke before single/production, no duplicate of a queued or running job, not a "
         "fourth try of the same crash, and within budget. Gates in order: committed, authorized, "
-        "smoke_first, no_sibling, breaker, budget. Every submission is recorded in .campaign/ledger.jsonl.",
+        "smoke_first, no_sibling, breaker, budget. Every submission is recorded in "
+        ".campaign/ledger.jsonl.",
         epilog="exit codes: 0 submitted (or a dry run whose gates all pass), 1 a gate refused "
         "(also in a dry run), the scheduler rejected the job, or it was submitted but a later "
         "step (lock, STATUS.md, commit, push) failed or its outcome is unknown (the warning "

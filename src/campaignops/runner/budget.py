@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from campaignops import layout, ledger, walltime, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.errors import CampaignError
-from campaignops.ledger import Job, Task
+from campaignops.ledger import Job
 from campaignops.policy import Policy
 from campaignops.runner import backends
 from campaignops.runner.spec import FINISHED, Resources
@@ -162,19 +162,26 @@ def estimate(
     return charge.rate * tasks * charge.time_s / 3600
 
 
+def _text(fields: Mapping[str, Any], key: str) -> str | None:
+    value = fields.get(key)
+    return value if isinstance(value, str) else None
+
+
 def _task_hours(
-    task: Task | None, limit: int | None, now: dt.datetime | None
+    fields: Mapping[str, Any], limit: int | None, now: dt.datetime | None
 ) -> tuple[float, float]:
-    """(used, reserved) hours of one task: finished at its run time (its limit when the run
-    time is not known, unless it never started); live at what ran so far plus the rest of
-    its limit."""
+    """(used, reserved) hours of one task, from its fields (as ``ledger.Task.of`` reads them):
+    finished at its run time (its limit when the run time is not known, unless it never
+    started); live at what ran so far plus the rest of its limit."""
     cap = (limit or 0) / 3600
-    state = task.state if task is not None else None
-    started = ledger.parse_time(task.started) if task is not None else None
-    if task is not None and state in FINISHED:
-        run = task.run_time_s
+    state = _text(fields, "state")
+    if state in FINISHED:
+        run = fields.get("run_time_s")
+        if isinstance(run, bool) or not isinstance(run, (int, float)) or run < 0:
+            run = None
+        started = ledger.parse_time(_text(fields, "started"))
         if run is None and started is not None:
-            ended = ledger.parse_time(task.ended)
+            ended = ledger.parse_time(_text(fields, "ended"))
             run = (ended - started).total_seconds() if ended and ended >= started else None
         if run is not None:
             return run / 3600, 0.0
@@ -182,9 +189,28 @@ def _task_hours(
     if state == "UNKNOWN":  # the job ended and this task's end was never read: its limit
         return cap, 0.0
     so_far = 0.0
-    if state == "RUNNING" and started is not None and now is not None:
-        so_far = max(0.0, min((now - started).total_seconds() / 3600, cap or math.inf))
+    if state == "RUNNING" and now is not None:
+        started = ledger.parse_time(_text(fields, "started"))
+        if started is not None:
+            so_far = max(0.0, min((now - started).total_seconds() / 3600, cap or math.inf))
     return so_far, max(cap - so_far, 0.0)
+
+
+def _each_task(job: Job) -> Iterator[Mapping[str, Any]]:
+    """Each array task's fields, where ``Job.task`` reads them, in one pass and without
+    building a Task each: a year of 1,000-task arrays must not cost a scan per task."""
+    count = len(job.targets)
+    tasks = job.record.get("tasks")
+    per_task = isinstance(tasks, Mapping)
+    ended = {"state": "UNKNOWN" if job.state in FINISHED else job.state}
+    for index in range(count):
+        own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
+        if isinstance(own, Mapping) and isinstance(own.get("state"), str):
+            yield own
+        elif count == 1 or not per_task:
+            yield job.record
+        else:
+            yield ended
 
 
 def recorded_charge(job: Job) -> Charge | None:
@@ -218,8 +244,8 @@ def spent(
             continue
         if charge.unit != unit:
             continue
-        for target in job.targets:
-            u, r = _task_hours(job.task(target), charge.time_s, now)
+        for task in _each_task(job):
+            u, r = _task_hours(task, charge.time_s, now)
             used += u * charge.rate
             reserved += r * charge.rate
     return Spent(unit=unit, used=used, reserved=reserved, uncounted=uncounted)
@@ -380,8 +406,11 @@ def summary(
     return "\n".join(rows + notes)
 
 
-def read_summary(root: Path, now: dt.datetime | None = None) -> str:
-    """``summary`` of the campaign at ``root``: its policy, its backend pages, its ledger."""
+def read_summary(
+    root: Path, now: dt.datetime | None = None, *, jobs: Iterable[Job] | None = None
+) -> str:
+    """``summary`` of the campaign at ``root``: its policy, its backend pages, its ledger
+    (``jobs``, when the caller has read it already)."""
     try:
         doc = yamldoc.load(
             (root / layout.POLICY_FILE).read_text(encoding="utf-8"), path=layout.POLICY_FILE
@@ -395,4 +424,4 @@ def read_summary(root: Path, now: dt.datetime | None = None) -> str:
             pages[name] = backends.page(root, name)
         except (CampaignError, OSError, UnicodeDecodeError):
             pages[name] = None
-    return summary(policy, pages, ledger.read(root).jobs, now)
+    return summary(policy, pages, ledger.read(root).jobs if jobs is None else jobs, now)
