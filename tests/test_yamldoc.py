@@ -185,3 +185,24 @@ def test_nesting_at_the_limit_loads_and_one_deeper_is_refused() -> None:
 def test_recursive_alias_is_refused() -> None:
     with pytest.raises(InputError, match="recursive alias"):
         load("a: &a [1, *a]\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        DOC,
+        DOC.replace("\n", "\r\n"),
+        DOC.replace("\n", "\r"),
+        "# head\n\nproject:   demo  # trailing\njobs:\n- id: a\ngrid:\t{lr: [1]}\n",
+        "---\nproject: |\n  jobs: not a key\njobs: []\ngrid:\n  lr: [1]\n",
+        'x: {a: 1,\n  b: 2}\nproject: "p"\njobs:\n  - id: a\ngrid: {}\n',
+    ],
+)
+def test_top_level_keys_are_found_by_text_where_composing_finds_them(text: str) -> None:
+    # Most findings sit at a top-level key; finding it without composing the file keeps a
+    # manifest with such findings as cheap as a clean one. The answer must not change.
+    for name in ("project", "jobs", "grid"):
+        fast = Locator(text, line_offset=2)
+        composed = Locator(text, line_offset=2)
+        composed.at(("jobs", 99, "x"))  # composes the file; later lookups use the nodes
+        assert fast.at((name,), key=True) == composed.at((name,), key=True), name

@@ -12,10 +12,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from campaignops import yamldoc
+from campaignops import layout, yamldoc
 from campaignops.errors import InputError, YamlSyntaxError
 
 MAX_BYTES = 16 * 1024 * 1024
+# The runner's own append-only files grow with the campaign: they have no cap.
+UNCAPPED = frozenset({layout.LEDGER_FILE})
 
 
 class FileReader:
@@ -81,7 +83,7 @@ class FileReader:
                 self._refuse(rel, "not a regular file", "pass files, not directories")
                 return None
             size = path.stat().st_size
-            if size > MAX_BYTES:
+            if size > MAX_BYTES and rel not in UNCAPPED:
                 self._refuse(
                     rel,
                     f"file is {size / 2**20:.1f} MiB; campaign files are limited to "

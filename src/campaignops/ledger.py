@@ -13,6 +13,7 @@ missing is still read.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -20,9 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-from campaignops import layout
-from campaignops.errors import InputError
 
 STAGES = ("smoke", "single", "production")
 
@@ -83,12 +81,19 @@ class Job:
     def error(self) -> str | None:
         return self.text("error")
 
-    @property
+    @functools.cached_property
     def targets(self) -> tuple[str, ...]:
+        # Cached (a frozen job's record does not change): gates ask once per job and target.
         value = self.record.get("targets")
         if isinstance(value, list):
             return tuple(t for t in value if isinstance(t, str))
         return ()
+
+    @functools.cached_property
+    def _indices(self) -> Mapping[str, int]:
+        # Built backwards so a repeated target keeps its first place (tuple.index's answer).
+        targets = self.targets
+        return dict(zip(reversed(targets), range(len(targets) - 1, -1, -1), strict=True))
 
     @property
     def exit_code(self) -> int | None:
@@ -96,10 +101,7 @@ class Job:
 
     def index_of(self, target: str) -> int | None:
         """The array index that runs ``target`` (its place in ``targets``), or None."""
-        try:
-            return self.targets.index(target)
-        except ValueError:
-            return None
+        return self._indices.get(target)
 
     def task(self, target: str) -> Task | None:
         """``target``'s own outcome in this job: its array task's record, else (a job of one
@@ -226,8 +228,8 @@ def _duration(recorded: float | None, start: str | None, end: str | None) -> flo
     return (finish - begin).total_seconds()
 
 
-def _record(line: str) -> tuple[dict[str, Any] | None, str]:
-    if _UNDECODABLE.search(line):
+def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, str]:
+    if check and _UNDECODABLE.search(line):
         return None, "not valid UTF-8"
     try:
         data = json.loads(line)
@@ -252,78 +254,139 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
 
 
+def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
+    """Fold one record into its job's fields (which the fold owns, so it updates in place:
+    copying a 1,000-task map for every state record made the fold quadratic)."""
+    for key, value in rec.items():
+        if value is None:
+            continue
+        if key == "tasks" and isinstance(value, Mapping):
+            # Per-task records merge task by task, field by field, like whole records.
+            tasks = _own(target.get("tasks"))
+            for index, fields in value.items():
+                if isinstance(fields, Mapping):
+                    base = _own(tasks.get(index))
+                    base.update((k, v) for k, v in fields.items() if v is not None)
+                    tasks[index] = base
+            target["tasks"] = tasks
+        else:
+            target[key] = value  # replaced whole, never edited: shared with the record
+
+
+def _own(value: object) -> dict[str, Any]:
+    # A map the fold made is its own to update; anything else is copied (or, not a map, reset).
+    if isinstance(value, dict):
+        return value
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Merge records by ledger_id in file order: later non-null fields override earlier ones."""
     merged: dict[str, dict[str, Any]] = {}
     for rec in records:
-        target = merged.setdefault(str(rec["ledger_id"]), {})
-        for key, value in rec.items():
-            if value is None:
-                continue
-            if key == "tasks" and isinstance(value, Mapping):
-                # Per-task records merge task by task, field by field, like whole records.
-                known = target.get("tasks")
-                tasks = dict(known) if isinstance(known, Mapping) else {}
-                for index, fields in value.items():
-                    if isinstance(fields, Mapping):
-                        old = tasks.get(index)
-                        base = dict(old) if isinstance(old, Mapping) else {}
-                        tasks[index] = base | {k: v for k, v in fields.items() if v is not None}
-                target["tasks"] = tasks
-            else:
-                target[key] = value
+        _merge(merged.setdefault(str(rec["ledger_id"]), {}), rec)
     return merged
+
+
+@dataclass
+class Folding:
+    """A fold in progress: what the lines read so far add up to. ``feed`` continues it with
+    the lines that follow (the same result as folding all the lines at once), which is how a
+    snapshot of a ledger's prefix is brought up to date by reading only its tail.
+
+    ``jobs`` holds the fields of jobs this fold may still update; ``kept`` those already handed
+    out in a Ledger (read-only: a job the tail touches again is copied back into ``jobs``, so
+    a Ledger once returned never changes), or read lazily from a snapshot.
+    """
+
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    first: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    lines: int = 0
+
+    def copy(self) -> Folding:
+        return Folding(
+            jobs={lid: _thaw(f) for lid, f in self.jobs.items()},
+            kept=dict(self.kept),
+            first=dict(self.first),
+            skipped=list(self.skipped),
+            lines=self.lines,
+        )
+
+    def feed(self, text: str) -> None:
+        """Fold ``text``: the lines that follow those read so far (the last may be torn)."""
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        # Most ledgers are all UTF-8: look for undecodable bytes once, not on every line.
+        check = _UNDECODABLE.search(text) is not None
+        for number, raw in enumerate(lines, start=self.lines + 1):
+            line = raw.strip()
+            if not line:
+                continue
+            rec, reason = _record(line, check=check)
+            if rec is None:
+                self.skipped.append((number, reason))
+                continue
+            lid = rec["ledger_id"]
+            if lid not in self.first:
+                time = rec.get("time")
+                self.first[lid] = (number, time if isinstance(time, str) else None)
+            job = self.jobs.get(lid)
+            if job is None:
+                kept = self.kept.pop(lid, None)
+                job = self.jobs[lid] = {} if kept is None else _thaw(kept)
+            _merge(job, rec)
+        self.lines += len(lines)
+
+    def freeze(self) -> None:
+        """Make every job read-only (``kept``): a later ``feed`` copies what it updates."""
+        for lid, fields in self.jobs.items():
+            self.kept[lid] = MappingProxyType(fields)
+        self.jobs.clear()
+
+    def ledger(self) -> Ledger:
+        """The jobs so far, sorted by submission time, then ledger_id (jobs whose times cannot
+        be read last). The fold keeps going after this without changing the Ledger."""
+        self.freeze()
+        jobs = [
+            Job(ledger_id=lid, record=self.kept[lid], first_line=line, first_time=time)
+            for lid, (line, time) in self.first.items()
+        ]
+        jobs.sort(key=Job.sort_key)
+        skipped = (Skipped(line=n, reason=r, last=n == self.lines) for n, r in self.skipped)
+        return Ledger(
+            jobs=tuple(jobs),
+            skipped=tuple(skipped),
+            by_id=MappingProxyType({j.ledger_id: j for j in jobs}),
+        )
+
+
+def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:
+    # A job's fields as the fold's own again: the map and its task entries (the only parts
+    # the fold updates in place) are copied; the rest is replaced whole, so shared.
+    own = dict(fields)
+    tasks = own.get("tasks")
+    if isinstance(tasks, Mapping):
+        own["tasks"] = {i: dict(t) if isinstance(t, Mapping) else t for i, t in tasks.items()}
+    return own
 
 
 def parse(text: str) -> Ledger:
     """Fold the ledger's text into jobs sorted by submission time, then ledger_id."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    records: list[dict[str, Any]] = []
-    first: dict[str, tuple[int, str | None]] = {}
-    skipped: list[Skipped] = []
-    for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        rec, reason = _record(line)
-        if rec is None:
-            skipped.append(Skipped(line=number, reason=reason, last=number == len(lines)))
-            continue
-        records.append(rec)
-        time = rec.get("time")
-        first.setdefault(rec["ledger_id"], (number, time if isinstance(time, str) else None))
-    jobs = [
-        Job(
-            ledger_id=lid,
-            record=MappingProxyType(fields),
-            first_line=first[lid][0],
-            first_time=first[lid][1],
-        )
-        for lid, fields in fold(records).items()
-    ]
-    jobs.sort(key=Job.sort_key)
-    return Ledger(
-        jobs=tuple(jobs),
-        skipped=tuple(skipped),
-        by_id=MappingProxyType({j.ledger_id: j for j in jobs}),
-    )
+    folding = Folding()
+    folding.feed(text)
+    return folding.ledger()
 
 
 def read(root: Path) -> Ledger:
-    """The campaign's ledger; a missing ledger is an empty one (nothing was submitted yet)."""
-    try:
-        data = (root / layout.LEDGER_FILE).read_bytes()
-    except FileNotFoundError:
-        return Ledger()
-    except OSError as exc:
-        raise InputError(
-            path=layout.LEDGER_FILE,
-            message=f"cannot read: {exc.strerror}",
-            hint="check permissions",
-        ) from None
-    return parse(decode(data))
+    """The campaign's ledger, at any size; a missing ledger is an empty one (nothing was
+    submitted yet). Read once per process while the file is unchanged, and through a snapshot
+    of its folded prefix (campaignops.ledger_snapshot), so only new lines are parsed."""
+    from campaignops import ledger_snapshot  # it builds on this module
+
+    return ledger_snapshot.read(root)
 
 
 def latest_attempts(jobs: Iterable[Job], stage: str) -> dict[str, Task]:

@@ -8,6 +8,7 @@ validators walk the expanded tree and a billion-laughs file would otherwise hang
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -152,6 +153,22 @@ def _measure(data: Any, *, path: str) -> None:
         stack.extend((k, depth + 1, False) for k in kids)
 
 
+_BREAK = re.compile(r"\r\n|\r|\n")
+_OTHER_BREAKS = re.compile("[\x85\u2028\u2029]")  # YAML 1.1 breaks: leave them to libyaml
+
+
+class _MarksLoader(_Base):  # type: ignore[valid-type,misc]
+    """Composes without resolving tags (a third of composing): locating needs node kinds,
+    scalar text and marks, never what a scalar means."""
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        return "tag:yaml.org,2002:str"
+
+
+# A plain key at the start of a line, then ':' and a blank or the end of the line.
+_TOP_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):(?:[ \t]|$)")
+
+
 class Locator:
     """Finds 1-based line:col of nodes, from libyaml's composed node graph, built on first use.
 
@@ -166,17 +183,37 @@ class Locator:
         self._offset = line_offset
         self._root: yaml.Node | None = None
         self._loaded = False
+        self._starts: dict[str, int | None] | None = None  # top-level key -> 0-based line
 
     def _compose(self) -> yaml.Node | None:
         if not self._loaded:
             self._loaded = True
             try:
-                self._root = yaml.compose(self._text, Loader=_JsonLoader)
+                self._root = yaml.compose(self._text, Loader=_MarksLoader)
             except (yaml.YAMLError, RecursionError):  # positions then fall back to the top
                 self._root = None
         return self._root
 
+    def _top_key(self, name: str) -> tuple[int, int] | None:
+        """A top-level block key starts a line: found by its text, without composing (most
+        findings of a manifest are at such keys). None when no line starts with it."""
+        if self._loaded:
+            return None
+        if self._starts is None:
+            self._starts = {}
+            if not _OTHER_BREAKS.search(self._text):
+                for i, line in enumerate(_BREAK.split(self._text)):
+                    m = _TOP_KEY.match(line)
+                    if m:  # a name seen twice maps to None: left to the composer
+                        self._starts[m[1]] = None if m[1] in self._starts else i
+        line = self._starts.get(name)
+        return None if line is None else (line + 1 + self._offset, 1)
+
     def at(self, where: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+        if key and len(where) == 1 and isinstance(where[0], str):
+            fast = self._top_key(where[0])
+            if fast is not None:
+                return fast
         node: Any = self._compose()
         pos = (1, 1)
         for i, step in enumerate(where):

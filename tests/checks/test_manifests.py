@@ -69,12 +69,180 @@ def test_clean_fixture_is_silent(campaign: Path, run) -> None:  # type: ignore[n
     assert (result.code, result.ids()) == (0, [])
 
 
-@pytest.mark.parametrize("text", [SEED_MANIFEST, SEED_PHASES], ids=["jobs", "phases"])
-def test_experiment_queue_manifests_are_valid_unchanged(campaign: Path, run, text: str) -> None:  # type: ignore[no-untyped-def]
-    # The seed's own formats (jobs with args; phases with grids) must pass as written.
-    rel = write(campaign, "seed.yaml", text.replace("cwd:", "backend: local\ncwd:", 1))
+def test_experiment_queue_phases_run_once_outputs_are_under_the_stage_root(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    # As the seed writes them, a smoke's checkpoint would pass for production's: MAN014.
+    rel = write(campaign, "seed.yaml", SEED_PHASES)
     result = man(run, rel)
+    assert result.where() == [(rel, 7, "MAN014"), (rel, 16, "MAN014")]
+    assert "is not under ${CAMPAIGN_OUT}/, the stage's own output root" in result.out
+    # Under the stage's root the seed's phases (grids, output_check, depends_on) run as written.
+    rooted = SEED_PHASES.replace("output_check: ", "output_check: ${CAMPAIGN_OUT}/")
+    result = man(run, write(campaign, "seed.yaml", rooted))
     assert (result.code, result.ids()) == (0, [])
+
+
+def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    # The seed's manifest passes the schema unchanged (no MAN001), but every key the runner
+    # would silently ignore is a finding at that key, naming what happens instead and when.
+    rel = write(campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: local\ncwd:", 1))
+    result = man(run, rel)
+    assert result.where() == [
+        (rel, 3, "MAN012"),  # cwd
+        (rel, 4, "MAN012"),  # conda
+        (rel, 6, "MAN012"),  # ssh
+        (rel, 13, "MAN013"),  # preconditions[0].path: {N}
+        (rel, 15, "MAN012"),  # gpus
+        (rel, 17, "MAN012"),  # gpu_free_threshold_mib
+        (rel, 18, "MAN012"),  # oom_retry
+    ]
+    by_line = {f["line"]: f for f in result.json()["findings"]}
+    assert by_line[4]["message"] == (
+        "conda is accepted but the runner does not run it: no conda environment is activated "
+        "(not yet: the ssh backend's issue (DESIGN.md 6c) runs it)"
+    )
+    assert by_line[4]["hint"] == (
+        "activate it in the command (conda run -n ENV python …) or in a wrapper; campaign "
+        "submit refuses the manifest while it holds the key"
+    )
+    assert "issue 8 retries OUT_OF_MEMORY tasks" in str(by_line[18]["message"])
+    assert "resources.gpus: N" in str(by_line[15]["hint"])
+    assert "every task runs from the campaign checkout" in str(by_line[3]["message"])
+    assert by_line[13]["message"] == (
+        "preconditions[0]: path 'checkpoints/transformer/pcc_softmax_L96_K500_N{N}_"
+        "wikitext103.pt' has {N}, a per-job placeholder: the runner checks preconditions as "
+        "written, once before each task"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("conda_hook: /opt/conda/bin/conda\n", "conda_hook"),
+        ("analyze_on_complete: true\n", "analyze_on_complete"),
+        ("stage: production\n", "stage"),
+        ("oom_retry: {delay: 60}\n", "oom_retry"),
+        ("gpus: 2\n", "gpus"),
+        ("cwd: /elsewhere\n", "cwd"),
+    ],
+)
+def test_each_key_not_run_is_a_finding(campaign: Path, run, text: str, key: str) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "k.yaml", text + "jobs: [{id: a}]\n")
+    result = man(run, rel)
+    assert result.where() == [(rel, 1, "MAN012")]
+    assert str(result.json()["findings"][0]["message"]).startswith(f"{key} is accepted but")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cwd: .\n",
+        "cwd: ./\n",
+        "analyze_on_complete: false\n",
+        "oom_retry: {delay: 60, max_attempts: 0}\n",
+        "gpus: []\n",
+        "gpus: 0\n",
+    ],
+)
+def test_a_key_asking_for_what_the_runner_does_anyway_is_silent(
+    campaign: Path, run, text: str
+) -> None:  # type: ignore[no-untyped-def]
+    rel = write(campaign, "k.yaml", text + "jobs: [{id: a}]\n")
+    assert man(run, rel).where() == []
+
+
+def test_resources_and_backend_below_the_top_level_are_not_run(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "resources: {cpus: 2}\n"
+        "jobs:\n"
+        "  - id: a\n"
+        "    backend: local\n"
+        "    resources: {cpus: 4}\n"
+        "grid: {seed: [1]}\n"
+        "template:\n"
+        '  id: "s${seed}"\n'
+        "  resources: {mem: 2G}\n"
+        "phases:\n"
+        "  - name: p\n"
+        "    resources: {gpus: 1}\n"
+        "    jobs: [{id: b}]\n"
+    )
+    rel = write(campaign, "n.yaml", text)
+    result = man(run, rel)
+    # A phase's own resources are run (one phase, one array job); a job's or template's not.
+    assert result.where() == [(rel, line, "MAN012") for line in (4, 5, 9)]
+    messages = [str(f["message"]) for f in result.json()["findings"]]
+    assert [m.split(" is accepted")[0] for m in messages] == [
+        "backend of job 'a'",
+        "resources of job 'a'",
+        "template.resources",
+    ]
+    assert "the targets of one array job share its resources" in messages[1]
+
+
+def test_preconditions_the_script_cannot_check(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "preconditions:\n"
+        "  - {type: gpu_free, path: x}\n"
+        "  - {type: file_exists}\n"
+        "  - {type: dir_exists, path: 'data/$(whoami)'}\n"
+        "  - {type: dir_exists, path: 'data/${seed}'}\n"
+        "  - {type: checkpoint_exists, path: '/scratch/${USER}/teacher.pt'}\n"
+        "  - {type: file_exists, path: ../shared/vocab.txt}\n"
+        "jobs: [{id: a}]\n"
+    )
+    rel = write(campaign, "pre.yaml", text)
+    result = man(run, rel)
+    # Absolute paths and '..' are fine for what a task reads; only what it writes stays inside.
+    assert result.where() == [(rel, line, "MAN013") for line in (2, 3, 4, 5)]
+    messages = [str(f["message"]) for f in result.json()["findings"]]
+    assert messages == [
+        "preconditions[0]: type 'gpu_free' is not one the runner checks",
+        "preconditions[1]: file_exists has no path",
+        "preconditions[2]: path 'data/$(whoami)' uses '$' other than in ${NAME} (only "
+        "environment references ${NAME} expand)",
+        "preconditions[3]: path 'data/${seed}' reads ${seed}, which is not an environment variable",
+    ]
+    assert result.json()["findings"][0]["hint"] == (
+        "use one of: checkpoint_exists, dir_exists, file_exists"
+    )
+
+
+def test_outputs_the_script_cannot_check_inside_the_campaign(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "jobs:\n"
+        "  - {id: a, output: /tmp/a/metrics.json}\n"
+        "  - {id: b, output: '${CAMPAIGN_OUT}/../../b.json'}\n"
+        "  - {id: c, output: 'runs/$RANDOM/c.json'}\n"
+        "  - {id: d, output: '${CAMPAIGN_OUT}/${who}/d.json'}\n"
+        "  - {id: e, output: '${CAMPAIGN_OUT}/e/metrics.json', output_check: e.json}\n"
+        "grid: {seed: [1, 2]}\n"
+        "template:\n"
+        '  id: "s${seed}"\n'
+        '  output: "/abs/s${seed}.json"\n'
+    )
+    rel = write(campaign, "out.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, line, "MAN014") for line in (2, 3, 4, 5, 6, 10)]
+    messages = [str(f["message"]) for f in result.json()["findings"]]
+    assert messages == [
+        "output '/tmp/a/metrics.json' of target 'a' is absolute",
+        "output '${CAMPAIGN_OUT}/../../b.json' of target 'b' leaves the campaign ('..')",
+        "output 'runs/$RANDOM/c.json' of target 'c' uses '$' other than in ${NAME} (only "
+        "environment references ${NAME} expand)",
+        "output '${CAMPAIGN_OUT}/${who}/d.json' of target 'd' reads ${who}, which is neither a "
+        "grid key "
+        "nor an environment variable",
+        "output_check is next to output: only output is checked after the task",
+        "output '/abs/s1.json' of target 's1' is absolute",  # once for the template's cells
+    ]
+    assert result.json()["findings"][0]["hint"] == (
+        "write it under the stage's own root, relative to the campaign: "
+        "${CAMPAIGN_OUT}/a/metrics.json (CAMPAIGN_OUT is runs/<stage>)"
+    )
 
 
 def test_seed_grid_example_with_unquoted_flow_placeholders_is_a_yaml_error(
@@ -139,7 +307,9 @@ def test_undefined_placeholder(campaign: Path, run) -> None:  # type: ignore[no-
 
 
 def test_placeholder_in_phase_names_the_phase(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    text = SEED_PHASES.replace("--seed ${seed}", "--seed ${seeds}")
+    text = SEED_PHASES.replace("--seed ${seed}", "--seed ${seeds}").replace(
+        "output_check: ", "output_check: ${CAMPAIGN_OUT}/"
+    )
     rel = write(campaign, "ph.yaml", text)
     result = man(run, rel)
     assert result.where() == [(rel, 15, "MAN003")]
@@ -166,7 +336,10 @@ def test_self_dependency_is_a_cycle(campaign: Path, run) -> None:  # type: ignor
 
 
 def test_shared_output_path(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    text = "jobs:\n  - id: a\n    output: out/latest.pth\n  - id: b\n    output: out/./latest.pth\n"
+    text = (
+        "jobs:\n  - id: a\n    output: ${CAMPAIGN_OUT}/out/latest.pth\n"
+        "  - id: b\n    output: ${CAMPAIGN_OUT}/out/./latest.pth\n"
+    )
     rel = write(campaign, "o.yaml", text)
     result = man(run, rel)
     assert result.where() == [(rel, 5, "MAN006")]
@@ -174,7 +347,7 @@ def test_shared_output_path(campaign: Path, run) -> None:  # type: ignore[no-unt
 
 
 def test_grid_output_without_cell_key_shares_path(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    text = 'grid:\n  seed: [1, 2]\ntemplate:\n  id: "s${seed}"\n  output_check: ckpt/latest.pth\n'
+    text = 'grid:\n  seed: [1, 2]\ntemplate:\n  id: "s${seed}"\n  output_check: ${CAMPAIGN_OUT}/ckpt/latest.pth\n'
     rel = write(campaign, "go.yaml", text)
     assert man(run, rel).where() == [(rel, 5, "MAN006")]
 
@@ -183,8 +356,17 @@ def test_unauthorized_backend(campaign: Path, run) -> None:  # type: ignore[no-u
     text = "backend: polaris\njobs:\n  - id: a\n  - id: b\n    backend: vast-ai\n  - id: c\n    backend: local\n"
     rel = write(campaign, "b.yaml", text)
     result = man(run, rel)
-    assert result.where() == [(rel, 1, "MAN007"), (rel, 5, "MAN007")]
+    # A job's own backend is also not run yet (MAN012), authorized or not.
+    assert result.where() == [
+        (rel, 1, "MAN007"),
+        (rel, 5, "MAN012"),
+        (rel, 5, "MAN007"),
+        (rel, 7, "MAN012"),
+    ]
     assert "generic-slurm, local" in str(result.json()["findings"][0]["hint"])
+    assert "every target runs on the manifest's backend" in str(
+        result.json()["findings"][1]["message"]
+    )
 
 
 def test_oversized_grid_is_refused_not_expanded(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
@@ -279,3 +461,13 @@ def test_a_queue_smoke_epochs_the_wrapper_would_refuse_is_reported(campaign: Pat
     assert "smoke.args.epochs: epochs 0 is not a positive integer" in str(
         result.json()["findings"][0]["message"]
     )
+
+
+def test_a_precondition_key_the_script_would_not_read_is_a_schema_error(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    text = "preconditions:\n  - {type: file_exists, path: a, min_size: 10, x-note: ok}\njobs: [{id: a}]\n"
+    rel = write(campaign, "pk.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 2, "MAN001")]
+    assert "min_size" in str(result.json()["findings"][0]["message"])

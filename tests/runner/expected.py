@@ -5,6 +5,8 @@ Each backend's tests compare whole scripts: their own directives and head, then 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 TRAPS = """\
 campaign_woken=0
 campaign_pid=
@@ -22,11 +24,34 @@ done
 [ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut
 """
 EXIT = 'exit "$campaign_status"\n'
+# With preconditions: the function each failed test calls, before the traps.
+PRECONDITION_FAILED = """\
+campaign_precondition_failed() {
+  echo "campaign: precondition failed: $1 $2: $3" >&2
+  exit 96
+}
+"""
+# With outputs: before the traps, and after the wait.
+OUTPUT_INIT = "campaign_output=\n"
+OUTPUT_CHECK = """\
+if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then
+  if [ -d "$campaign_output" ]; then [ -n "$(ls -A -- "$campaign_output")" ]; else [ -s "$campaign_output" ]; fi || {
+    echo "campaign: output-missing: $campaign_output" >&2
+    campaign_status=97
+  }
+fi
+"""
 
 
-def case(*commands: str) -> str:
-    """The task dispatch for ``commands``: one branch per index, each in the background."""
-    branches = "".join(f"  {i})\n    ( {c}\n    ) &\n    ;;\n" for i, c in enumerate(commands))
+def case(*commands: str, outputs: Sequence[str | None] = ()) -> str:
+    """The task dispatch for ``commands``: one branch per index, each in the background; a
+    task with an output (given as the shell word the script holds) sets it first."""
+    branches = "".join(
+        f"  {i})\n"
+        + (f"    campaign_output={outputs[i]}\n" if outputs and outputs[i] is not None else "")
+        + f"    ( {c}\n    ) &\n    ;;\n"
+        for i, c in enumerate(commands)
+    )
     return (
         'case "$CAMPAIGN_TASK_INDEX" in\n'
         + branches

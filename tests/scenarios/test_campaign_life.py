@@ -219,3 +219,29 @@ def test_a_gpu_production_is_refused_after_a_cpu_smoke(camp, run) -> None:  # ty
     )
     h200 = life.submit("manifests/gpu.yaml", "production", "--dry-run")
     assert h200.code == 1 and "gate smoke_first  REFUSE" in h200.out
+
+
+OUTPUTS = """\
+resources: {time: "00:05:00", mem: 100M}
+jobs:
+  - id: writes
+    cmd: mkdir -p "$CAMPAIGN_OUT/w" && echo done > "$CAMPAIGN_OUT/w/out.txt"
+    output: "${CAMPAIGN_OUT}/w/out.txt"
+  - id: forgets
+    cmd: mkdir -p "$CAMPAIGN_OUT/f" && echo said done but wrote nothing
+    output: "${CAMPAIGN_OUT}/f/out.txt"
+"""
+
+
+def test_a_task_that_exits_0_without_its_output_is_failed_output_missing(life: Life) -> None:
+    life.write("manifests/outputs.yaml", OUTPUTS)
+    assert life.submit("manifests/outputs.yaml", "smoke").code == 0
+    job = life.wait()
+    writes, forgets = job.task("writes"), job.task("forgets")
+    assert writes is not None and (writes.state, writes.exit_code) == ("COMPLETED", 0)
+    assert forgets is not None
+    assert (forgets.state, forgets.exit_code, forgets.reason) == ("FAILED", 97, "output-missing")
+    assert "| forgets | FAILED exit 97, output-missing (" in (life.root / "STATUS.md").read_text()
+    life.commit("smoke done")
+    refused = life.submit("manifests/outputs.yaml", "production", "--targets", "forgets")
+    assert refused.code == 1 and "smoke_first" in refused.err

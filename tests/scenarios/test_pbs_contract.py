@@ -17,7 +17,7 @@ import pytest
 from campaignops import ledger
 from campaignops.runner import pbs, scheduler
 from tests.conftest import git
-from tests.runner.expected import EXIT, TRAPS, WAIT, case
+from tests.runner.expected import EXIT, OUTPUT_CHECK, OUTPUT_INIT, TRAPS, WAIT, case
 from tests.runner.pbs_contract import BIN, STATE_ENV, cycle
 
 SERVER = "pbs-contract-01.example"
@@ -78,6 +78,11 @@ def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, ru
         for cfg in ("baseline", "wide")
         for task in ("reconstruction", "segmentation")
     ]
+    outputs = [
+        f'"${{CAMPAIGN_OUT}}"/example/{cfg}_{task}/metrics.json'
+        for cfg in ("baseline", "wide")
+        for task in ("reconstruction", "segmentation")
+    ]
     assert shown_script(dry.out) == (
         "#!/bin/bash\n"
         "#PBS -N pb.example.smoke\n"
@@ -98,7 +103,13 @@ def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, ru
         f"cd {camp}\n"
         'export CAMPAIGN_TASK_INDEX="${PBS_ARRAY_INDEX:-0}"\n'
         "export CAMPAIGN_OUT=runs/smoke\n"
-        "export CAMPAIGN_STAGE=smoke\n" + TRAPS + case(*commands) + WAIT + EXIT
+        "export CAMPAIGN_STAGE=smoke\n"
+        + OUTPUT_INIT
+        + TRAPS
+        + case(*commands, outputs=outputs)
+        + WAIT
+        + OUTPUT_CHECK
+        + EXIT
     )
     assert queued_jobs(camp.parent) == {} and ledger.read(camp).jobs == ()
     # The shown script is what qsub accepts: the replay takes it as it stands.

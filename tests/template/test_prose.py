@@ -21,6 +21,8 @@ import jinja2
 import pytest
 
 from campaignops import blocks, cli, stamps
+from campaignops.checks import registry
+from campaignops.runner import script
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}"
 PROSE = ("README.md", "AGENTS.md", "HPC_PLAYBOOK.md", "LESSONS.md")
@@ -263,6 +265,34 @@ def test_the_runner_is_not_announced_as_coming(case: tuple[dict[str, str], dict[
         assert "coming" not in text, name
     assert "`campaign status --refresh` asks each backend once" in texts["HPC_PLAYBOOK.md"]
     assert "campaign status --watch" in texts["HPC_PLAYBOOK.md"]
+
+
+_CHECK_ID = re.compile(r"\b[A-Z]{3,6}[0-9]{3}\b")
+
+
+def test_prose_says_only_what_the_tool_enforces(
+    case: tuple[dict[str, str], dict[str, str]],
+) -> None:
+    # campaign.yaml was "what campaign submit enforces" while budgets and smoke_max_minutes were
+    # accepted and ignored. The change that enforces one of them updates these sentences.
+    context, texts = case
+    agents = " ".join(texts["AGENTS.md"].split())
+    assert "it is what `campaign submit` enforces" not in agents
+    assert "but not yet the budgets or `stages.smoke_max_minutes`: keep those yourself" in agents
+    assert "manifest key that the runner does not run (MAN012)" in agents
+    policy = render("campaign.yaml", context)
+    for line in ("budgets:", "smoke_max_minutes:"):
+        (found,) = [x for x in policy.splitlines() if x.strip().startswith(line)]
+        assert "# not checked yet" in found
+    # The playbook explains the job script's own exit codes, as runner.script gives them.
+    playbook = " ".join(texts["HPC_PLAYBOOK.md"].split())
+    assert "Exit 96 or 97 is the job script's own check" in playbook
+    assert sorted(script.REASONS) == [96, 97]
+    assert "96, a manifest `precondition` did not hold" in playbook
+    assert "97, the task exited 0 but its `output` is missing or empty" in playbook
+    for name, text in texts.items():
+        for cid in _CHECK_ID.findall(text):
+            assert cid in registry.ALL_CODES, f"{name} names {cid}, which is no check ID"
 
 
 def test_answers_are_rendered(case: tuple[dict[str, str], dict[str, str]]) -> None:

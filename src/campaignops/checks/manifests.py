@@ -1,4 +1,5 @@
-"""MAN checks: manifests: schema, target ids, placeholders, phases, outputs, backends."""
+"""MAN checks: manifests: schema, target ids, placeholders, phases, outputs, backends, and
+keys the runner does not run (manifest_keys)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from campaignops import manifest, queuefile, schema
+from campaignops.checks import manifest_keys
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.yamldoc import Locator
 
 FAMILY = "MAN"
-SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends"
+SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends, keys not run"
 CODES = code_table(
     Code(
         id="MAN001",
@@ -69,6 +71,21 @@ CODES = code_table(
         message="grid expands to {count:,} targets, more than the {limit:,} this check expands",
         hint="split the grid into several manifests or phases",
     ),
+    Code(
+        id="MAN012",
+        message="{key} is accepted but the runner does not run it: {what} ({when})",
+        hint="{fix}; campaign submit refuses the manifest while it holds the key",
+    ),
+    Code(
+        id="MAN013",
+        message="preconditions[{index}]: {problem}",
+        hint="{fix}",
+    ),
+    Code(
+        id="MAN014",
+        message="{what} {problem}",
+        hint="{fix}",
+    ),
 )
 
 
@@ -110,6 +127,7 @@ def check_document(
         yield from _placeholders(rel, block, loc)
     yield from _phases(rel, doc, loc)
     yield from _queue(rel, doc, loc)
+    yield from _keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
@@ -194,6 +212,26 @@ def _queue(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
             yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
 
 
+def _keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+    """Keys the runner does not run, preconditions it could not check, outputs it would ignore."""
+    for where, shown, why in manifest_keys.not_run(doc):
+        line, col = loc.at(where, key=True)
+        yield CODES["MAN012"].at(
+            rel, line, col, key=shown, what=why.what, when=why.when, fix=why.fix
+        )
+    for where, problem, fix in manifest_keys.precondition_problems(doc):
+        line, col = loc.at(where)
+        yield CODES["MAN013"].at(rel, line, col, index=where[1], problem=problem, fix=fix)
+    for where in manifest_keys.both_outputs(doc):
+        line, col = loc.at(where, key=True)
+        yield CODES["MAN014"].at(
+            rel, line, col, what="output_check", problem=BOTH_OUTPUTS, fix=manifest_keys.BOTH_FIX
+        )
+
+
+BOTH_OUTPUTS = "is next to output: only output is checked after the task"
+
+
 def _backends(
     rel: str, doc: Mapping[str, Any], loc: Locator, authorized: set[str]
 ) -> Iterator[Finding]:
@@ -218,6 +256,7 @@ def _targets(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding
     # A grid template that collides reports once, not once per colliding cell.
     dup_reported: set[tuple[str | int, ...]] = set()
     out_reported: set[tuple[str | int, ...]] = set()
+    bad_reported: set[tuple[str | int, ...]] = set()
     for t in manifest.targets(doc):
         if t.id in first_id and t.id_at not in dup_reported:
             if t.cell:
@@ -229,6 +268,19 @@ def _targets(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding
         first_id.setdefault(t.id, t)
         if t.output is None or t.output_at is None:
             continue
+        problem = manifest_keys.output_problem_of(t)
+        if problem is not None and t.output_at not in bad_reported:
+            if t.cell:
+                bad_reported.add(t.output_at)
+            line, col = loc.at(t.output_at)
+            yield CODES["MAN014"].at(
+                rel,
+                line,
+                col,
+                what=f"output {t.output!r} of target {t.id!r}",
+                problem=problem,
+                fix=manifest_keys.OUTPUT_FIX.format(target=t.id),
+            )
         out = posixpath.normpath(t.output)
         if out in first_out and first_out[out].id != t.id and t.output_at not in out_reported:
             if t.cell:

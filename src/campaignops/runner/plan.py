@@ -30,7 +30,7 @@ from campaignops.errors import UsageError
 from campaignops.policy import Policy
 from campaignops.queuefile import Cell
 from campaignops.runner.gates import job_name
-from campaignops.runner.spec import JobSpec, Resources
+from campaignops.runner.spec import JobSpec, Precondition, Resources
 
 STAGES = ("smoke", "single", "production")
 # Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,
@@ -60,6 +60,17 @@ def _resources(*layers: Mapping[str, Any] | None) -> Resources:
         merged.update(layer or {})
     known = {f.name for f in fields(Resources)}
     return Resources(**{k: v for k, v in merged.items() if k in known})
+
+
+def preconditions(doc: Mapping[str, Any]) -> tuple[Precondition, ...]:
+    """The manifest's preconditions, checked in the rendered script before each task."""
+    found = doc.get("preconditions")
+    listed = found if isinstance(found, list) else []
+    return tuple(
+        Precondition(type=str(p["type"]), path=str(p.get("path") or ""))
+        for p in listed
+        if isinstance(p, Mapping) and isinstance(p.get("type"), str)
+    )
 
 
 def resources_for(doc: Mapping[str, Any], phase: str | None, stage: str) -> Resources:
@@ -177,6 +188,8 @@ def plan(
             warning_seconds=warning(policy.warning_seconds, resources.time),
             requeue=policy.requeue,
             env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
+            outputs=tuple(t.output for t in members) if any(t.output for t in members) else (),
+            preconditions=preconditions(doc),
         )
         jobs.append(
             PlannedJob(

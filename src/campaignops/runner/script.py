@@ -7,29 +7,96 @@ task's main process (the program, or the wrapper, which passes them on), not to 
 the job: a task that traps USR1 checkpoints and exits on its own terms (the wrappers exit 99), and
 its helpers (data loaders, `sleep`) are not killed by a warning they never asked for. The
 script's exit status is the task's.
+
+Around the task, the script keeps the manifest's promises about files: the job's
+``preconditions`` are tested before the task starts (a failed one: exit 96, the task never runs),
+and a task that exited 0 without its ``output`` (missing, an empty file or an empty directory)
+ends with exit 97. Each says why in one ``campaign: …`` line on stderr (the task's log), and
+``REASONS`` names the exit code in the ledger.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
-from campaignops.runner.spec import TASK_INDEX
+from campaignops.errors import UsageError
+from campaignops.runner.spec import TASK_INDEX, Precondition
+from campaignops.taskfiles import PRECONDITION_TYPES, output_problem, path_problem, shell_word
 
 WARNING_SIGNAL = "USR1"
-# Exit codes the rendered script itself gives a task, and the reason the ledger records.
-REASONS = {96: "precondition", 97: "output-missing"}
+PRECONDITION_EXIT = 96
+OUTPUT_MISSING_EXIT = 97
+# The exit codes of the script's own checks, and the reason each stands for in the ledger. A
+# task that itself exits 96 or 97 reads the same; only the script writes the `campaign:` line.
+REASONS: Mapping[int, str] = MappingProxyType(
+    {PRECONDITION_EXIT: "precondition", OUTPUT_MISSING_EXIT: "output-missing"}
+)
 
 
-def task_function(tasks: Sequence[str]) -> list[str]:
+def _output_word(index: int, output: str) -> str:
+    problem = output_problem(output)
+    if problem is not None:
+        raise UsageError(
+            message=f"task {index}: output path {output!r} {problem}",
+            hint="write outputs relative to the campaign root, e.g. ${CAMPAIGN_OUT}/<id>/metrics.json",
+        )
+    return shell_word(output)
+
+
+def preconditions_check(preconditions: Sequence[Precondition]) -> list[str]:
+    """Test each precondition before the task starts; the first that fails ends the job's task
+    with PRECONDITION_EXIT and one line naming the type, the path (expanded) and what is wrong."""
+    if not preconditions:
+        return []
+    lines = [
+        "campaign_precondition_failed() {",
+        '  echo "campaign: precondition failed: $1 $2: $3" >&2',
+        f"  exit {PRECONDITION_EXIT}",
+        "}",
+    ]
+    for pre in preconditions:
+        kind = PRECONDITION_TYPES.get(pre.type)
+        if kind is None:
+            raise UsageError(
+                message=f"precondition type {pre.type!r} is not one the runner checks",
+                hint="use one of: " + ", ".join(sorted(PRECONDITION_TYPES)),
+            )
+        problem = path_problem(pre.path)
+        if problem is not None:
+            raise UsageError(
+                message=f"precondition {pre.type} path {pre.path!r} {problem}",
+                hint="write the path as it is on disk; ${NAME} reads an environment variable",
+            )
+        word = shell_word(pre.path)
+        lines.append(
+            f"{kind.test.format(path=word)} || "
+            f"campaign_precondition_failed {pre.type} {word} {shell_word(kind.fails)}"
+        )
+    return lines
+
+
+def task_function(tasks: Sequence[str], outputs: Sequence[str | None] = ()) -> list[str]:
     """Start the index's command in the background; ``$!`` is then the task's own process.
 
     ``( command` newline `) &``: bash runs a lone simple command in such a subshell by exec, so
     the process the signals go to is the program itself; the closing parenthesis on a line of
-    its own keeps a trailing comment in the command from swallowing it.
+    its own keeps a trailing comment in the command from swallowing it. A task with an output
+    sets ``campaign_output`` first (expanded before the task starts: an unset variable stops
+    the script there, under ``set -u``).
     """
+    if outputs and len(outputs) != len(tasks):
+        raise UsageError(
+            message=f"{len(outputs)} output paths for {len(tasks)} tasks",
+            hint="give one output (or None) per task, in task order",
+        )
     lines = [f'case "${TASK_INDEX}" in']
     for index, command in enumerate(tasks):
-        lines += [f"  {index})", f"    ( {command}", "    ) &", "    ;;"]
+        output = outputs[index] if outputs else None
+        lines.append(f"  {index})")
+        if output is not None:
+            lines.append(f"    campaign_output={_output_word(index, output)}")
+        lines += [f"    ( {command}", "    ) &", "    ;;"]
     lines += [
         "  *)",
         f'    echo "campaign: this job has no task ${TASK_INDEX}" >&2',
@@ -40,17 +107,43 @@ def task_function(tasks: Sequence[str]) -> list[str]:
     return lines
 
 
-def body(tasks: Sequence[str], *, warned: bool, on_warned_failure: str | None = None) -> list[str]:
-    """Traps, the task started in the background, the wait, the task's exit status.
+def output_check() -> list[str]:
+    """After a task that exited 0: its output must be a non-empty file or a directory with an
+    entry, else the task ends with OUTPUT_MISSING_EXIT and says which path."""
+    return [
+        'if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then',
+        '  if [ -d "$campaign_output" ]; then [ -n "$(ls -A -- "$campaign_output")" ]; '
+        'else [ -s "$campaign_output" ]; fi || {',
+        '    echo "campaign: output-missing: $campaign_output" >&2',
+        f"    campaign_status={OUTPUT_MISSING_EXIT}",
+        "  }",
+        "fi",
+    ]
+
+
+def body(
+    tasks: Sequence[str],
+    *,
+    warned: bool,
+    on_warned_failure: str | None = None,
+    outputs: Sequence[str | None] = (),
+    preconditions: Sequence[Precondition] = (),
+) -> list[str]:
+    """Preconditions, traps, the task started in the background, the wait, the output check,
+    the task's exit status.
 
     USR1 and TERM received by the batch shell go to the task's process; a trap ends ``wait``
     early (128+signal) while the task still runs, so the shell waits again. With ``warned``,
     ``on_warned_failure`` runs when the warning came and the task did not succeed (e.g. Slurm's
-    requeue).
+    requeue) — a task that exited 0 without its output included: it may have saved a
+    checkpoint and stopped early without knowing the wrappers' convention (exit 99).
     """
     note = warned and on_warned_failure is not None
     mark = "campaign_warned=1; " if note else ""
+    checked = any(o is not None for o in outputs)
     lines = [
+        *preconditions_check(preconditions),
+        *(["campaign_output="] if checked else []),
         *(["campaign_warned=0"] if note else []),
         "campaign_woken=0",
         "campaign_pid=",
@@ -58,7 +151,7 @@ def body(tasks: Sequence[str], *, warned: bool, on_warned_failure: str | None = 
         f'kill -{WARNING_SIGNAL} "$campaign_pid" 2>/dev/null || true\' {WARNING_SIGNAL}',
         'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || '
         'kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM',
-        *task_function(tasks),
+        *task_function(tasks, outputs),
         "campaign_pid=$!",
         "while :; do",
         "  campaign_woken=0",
@@ -74,6 +167,7 @@ def body(tasks: Sequence[str], *, warned: bool, on_warned_failure: str | None = 
         # -1 (seen with bash 5.2 in the local backend's time-limit test, about one run in five).
         # The task died of the signal just passed to it, which is what the cut wait reported.
         '[ "$campaign_status" -ge 0 ] || campaign_status=$campaign_cut',
+        *(output_check() if checked else []),
     ]
     if note:
         lines += [

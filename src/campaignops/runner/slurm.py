@@ -193,7 +193,13 @@ def render(spec: JobSpec) -> str:
                 f"export {_valid('environment name', k)}={shlex.quote(v)}"
                 for k, v in sorted(spec.env.items())
             ),
-            *script.body(spec.tasks, warned=warned, on_warned_failure=requeue),
+            *script.body(
+                spec.tasks,
+                warned=warned,
+                on_warned_failure=requeue,
+                outputs=spec.outputs,
+                preconditions=spec.preconditions,
+            ),
             "",
         ]
     )

@@ -46,6 +46,15 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class Precondition:
+    """One of a manifest's top-level ``preconditions`` (schema: ``$defs/precondition``):
+    checked by the rendered script before the task starts (types: taskfiles.PRECONDITION_TYPES)."""
+
+    type: str
+    path: str
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One submission: a single job (one task) or ONE array job (several tasks).
 
@@ -66,6 +75,10 @@ class JobSpec:
     warning_seconds: int | None = None  # signal the batch shell this long before the limit
     requeue: bool = False
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # One per task (aligned with ``tasks``) or empty: the path that must exist and be non-empty
+    # once the task exited 0, relative to ``workdir``; ``${NAME}`` references expand.
+    outputs: tuple[str | None, ...] = ()
+    preconditions: tuple[Precondition, ...] = ()  # job-wide, checked before each task
 
     @property
     def is_array(self) -> bool:

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Benchmark: the ledger at a year's size against a week's, through the real CLI.
+
+Builds two campaigns with `campaign new` (local backend): one whose ledger holds 1,000 records,
+one with 100,000 (a year of 1,000-task arrays with per-task state records, ~31 MiB). Both track
+the same unfinished 1,000-task array, whose job id the local backend answers from state files
+written under `.campaign/local/` (a recorded state: no executor runs, the tasks stay as written).
+Then times, alternating, after one warm-up run each:
+
+- `campaign submit manifests/example.yaml --stage smoke --dry-run`
+- `campaign status --refresh` (the ledger is restored between runs, so each run does the same
+  work; restoring rewrites the same bytes, which a content-keyed cache still accepts)
+
+and prints the medians and the ratio big/small (target: at most 2x), and each command's first,
+cold run (the snapshot removed: the whole ledger parsed, the snapshot written, as after a merge
+that changed the ledger's history). Never fails on timing.
+
+    python bench/ledger.py [--records N] [--small N] [--repeat N] [--keep DIR] [--no-snapshot]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+TARGET = 2.0
+TRACKED_ID = "local-9999-abcdef"
+TRACKED_TASKS = 1000
+ARRAY_TASKS = 1000
+SMOKE_TARGETS = ("baseline_reconstruction", "baseline_segmentation", "wide_reconstruction")
+START = dt.datetime(2025, 11, 24, tzinfo=dt.timezone.utc)
+FP = "sha256:" + "ab" * 32
+COMMIT = "c0ffee" * 6 + "c0ff"
+
+
+def stamp(when: dt.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def line(record: dict[str, Any]) -> str:
+    # The writer's own encoding (ledger_writer.encode), minus its schema check.
+    return json.dumps(record, ensure_ascii=True, separators=(", ", ": "))
+
+
+def head(kind: str, lid: str, when: dt.datetime) -> dict[str, Any]:
+    return {"v": 1, "kind": kind, "ledger_id": lid, "time": stamp(when)}
+
+
+def task(state: str, started: dt.datetime, ended: dt.datetime | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"state": state, "started": stamp(started)}
+    if ended is not None:
+        entry |= {"exit_code": 0, "ended": stamp(ended)}
+        entry |= {"run_time_s": (ended - started).total_seconds()}
+    return entry
+
+
+def array_job(
+    lid: str,
+    when: dt.datetime,
+    *,
+    stage: str,
+    targets: list[str],
+    job_id: str,
+    records: int,
+    manifest: str = "manifests/example-queue.yaml",
+    backend: str = "local",
+) -> Iterator[str]:
+    """One submission: intent, result, then ``records - 2`` state records. Each state record
+    carries the tasks that changed since the last refresh (one per minute, 8 tasks at a time,
+    ~10 minutes each): a task's start, then its end, spread evenly over the records."""
+    size = len(targets)
+    intent = head("intent", lid, when) | {
+        "campaign": "bench",
+        "backend": backend,
+        "stage": stage,
+        "targets": targets,
+        "fingerprint": FP,
+        "commit": COMMIT,
+        "manifest": manifest,
+        "name": f"bench-{stage}",
+        "wrappers": {"scripts/run_one.v1.sh": FP},
+    }
+    if size > 1:
+        intent |= {"array": f"0-{size - 1}%8", "fingerprints": dict.fromkeys(targets, FP)}
+    yield line(intent)
+    submitted = when + dt.timedelta(seconds=1)
+    yield line(
+        head("result", lid, submitted)
+        | {"job_id": job_id, "submitted": stamp(submitted), "state": "PENDING"}
+    )
+    events = [(i, end) for i in range(size) for end in (False, True)]
+    states = max(records - 2, 1)
+    per = -(-len(events) // states)
+    clock = submitted
+    for n in range(states):
+        chunk = events[n * per : (n + 1) * per]
+        clock += dt.timedelta(minutes=1)
+        last = n == states - 1
+        rec = head("state", lid, clock) | {"job_id": job_id, "state": "RUNNING"}
+        if last:
+            rec |= {"state": "COMPLETED", "exit_code": 0, "ended": stamp(clock)}
+        if size > 1 and chunk:
+            started = clock - dt.timedelta(minutes=10)
+            rec["tasks"] = {
+                str(i): task("COMPLETED" if end else "RUNNING", started, clock if end else None)
+                for i, end in chunk
+            }
+        yield line(rec)
+
+
+def tracked(when: dt.datetime) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """The unfinished array (1,000 tasks: 8 running, the rest pending): its ledger lines, and
+    the local backend's job.json and state.json that answer for it."""
+    targets = [f"live-{i:04d}" for i in range(TRACKED_TASKS)]
+    lid = f"L{stamp(when).replace('-', '').replace(':', '')}-{'f' * 12}"
+    lines = list(
+        array_job(lid, when, stage="production", targets=targets, job_id=TRACKED_ID, records=2)
+    )[:2]
+    started = when + dt.timedelta(minutes=1)
+    tasks = [
+        {"index": i, "state": "RUNNING" if i < 8 else "PENDING", "started": stamp(started)}
+        if i < 8
+        else {"index": i, "state": "PENDING"}
+        for i in range(TRACKED_TASKS)
+    ]
+    # Record in the ledger exactly what the backend will say, so a refresh has nothing to add.
+    state = head("state", lid, started) | {"job_id": TRACKED_ID, "state": "RUNNING"}
+    state["tasks"] = {str(t["index"]): {k: v for k, v in t.items() if k != "index"} for t in tasks}
+    lines.append(line(state))
+    job = {
+        "name": "bench-production",
+        "comment": f"{lid} {COMMIT}",
+        "timelimit": "1-00:00:00",
+        "submitted": stamp(when + dt.timedelta(seconds=1)),
+        "size": TRACKED_TASKS,
+    }
+    return lines, job, {"job_id": TRACKED_ID, "state": "RUNNING", "tasks": tasks}
+
+
+def history(records: int) -> Iterator[str]:
+    """Finished submissions over a year until ``records`` lines: every tenth a production
+    array of 1,000 queue cells (~1,250 records), the others smokes of three example targets."""
+    left, n = records, 0
+    step = dt.timedelta(days=363) / max(records, 1)  # the year, spread over its records
+    when = START
+    while left > 0:
+        lid = f"L{stamp(when).replace('-', '').replace(':', '')}-{n:012x}"
+        job_id = f"local-{n + 1}-{n % 0xFFFFFF:06x}"
+        if n % 10 == 9 and left > 2 * ARRAY_TASKS:
+            grid = n % 4
+            targets = [f"q{grid}-{i:04d}" for i in range(ARRAY_TASKS)]
+            size = min(left, ARRAY_TASKS * 5 // 4)
+            yield from array_job(
+                lid, when, stage="production", targets=targets, job_id=job_id, records=size
+            )
+        else:
+            size = min(left, 5)
+            yield from array_job(
+                lid,
+                when,
+                stage="smoke",
+                targets=list(SMOKE_TARGETS),
+                job_id=job_id,
+                records=size,
+                manifest="manifests/example.yaml",
+            )
+        left -= size
+        n += 1
+        when += step * size
+
+
+def git(root: Path, *args: str) -> None:
+    identity = ("-c", "user.name=bench", "-c", "user.email=bench@example.org")
+    subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
+
+
+def campaign(base: Path, records: int) -> Path:
+    root = base / f"ledger-{records}"
+    subprocess.run(
+        # No upstream here: without require_pushed every gate passes and the dry run exits 0.
+        [sys.executable, "-m", "campaignops", "new", str(root), "--defaults", *NO_UPSTREAM],
+        check=True,
+        capture_output=True,
+    )
+    live, job, state = tracked(START + dt.timedelta(days=364))
+    body = list(history(records - len(live))) + live
+    (root / ".campaign/ledger.jsonl").write_text("".join(f"{x}\n" for x in body))
+    local = root / ".campaign/local" / TRACKED_ID
+    local.mkdir(parents=True)
+    (local / "job.json").write_text(json.dumps(job))
+    (local / "state.json").write_text(json.dumps(state))
+    run(root, "render")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", f"a ledger of {records} records")
+    return root
+
+
+NO_UPSTREAM = ("--data", "require_pushed=no")
+COMMANDS = {
+    "submit --dry-run": ["submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run"],
+    "status --refresh": ["status", "--refresh"],
+}
+
+
+def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    bindir = Path(sys.executable).parent
+    return subprocess.run(
+        [str(bindir / "campaign"), *args], cwd=root, capture_output=True, text=True, check=False
+    )
+
+
+def timed(root: Path, args: list[str], ledger: bytes) -> tuple[float, int]:
+    (root / ".campaign/ledger.jsonl").write_bytes(ledger)  # the same work every run
+    start = time.perf_counter()
+    done = run(root, *args)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} exited {done.returncode}:\n{done.stderr}")
+    return elapsed, done.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=100_000, help="the big ledger (100000)")
+    parser.add_argument("--small", type=int, default=1_000, help="the small ledger (1000)")
+    parser.add_argument("--repeat", type=int, default=5, metavar="N", help="timed runs (5)")
+    parser.add_argument("--keep", type=Path, help="build the campaigns here and keep them")
+    parser.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="remove the ledger snapshot before each run (every run parses the whole ledger)",
+    )
+    args = parser.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="ledger-bench-"))
+    try:
+        sides = {n: campaign(base, n) for n in (args.small, args.records)}
+        for n, root in sides.items():
+            size = (root / ".campaign/ledger.jsonl").stat().st_size
+            print(f"ledger of {n:,} records: {size / 2**20:.1f} MiB, {root}")
+        print(
+            f"tracked: {TRACKED_ID}, {TRACKED_TASKS} unfinished tasks, answered by the local "
+            "backend from recorded state files (.campaign/local/), no executor running"
+        )
+        ledgers = {n: (r / ".campaign/ledger.jsonl").read_bytes() for n, r in sides.items()}
+        cache = [".git/campaignops"] if args.no_snapshot else []
+        for label, argv in COMMANDS.items():
+            times: dict[int, list[float]] = {n: [] for n in sides}
+            first: dict[int, float] = {}
+            codes: dict[int, int] = {}
+            for i in range(args.repeat + 1):
+                for n, root in sides.items():
+                    for rel in cache if i else [".git/campaignops"]:
+                        shutil.rmtree(root / rel, ignore_errors=True)
+                    elapsed, codes[n] = timed(root, argv, ledgers[n])
+                    if i:
+                        times[n].append(elapsed)
+                    else:  # a warm-up, after the snapshot was removed: a cold read
+                        first[n] = elapsed
+            small, big = (statistics.median(times[n]) for n in sides)
+            verdict = "meets" if big <= TARGET * small else "MISSES"
+            print(
+                f"campaign {label}: {args.small:,} records {small:.3f}s, "
+                f"{args.records:,} records {big:.3f}s, ratio {big / small:.2f} "
+                f"(target <= {TARGET:g}: {verdict}); exit {codes[args.small]}/{codes[args.records]}"
+            )
+            print(
+                f"  first run, no snapshot (parses all, writes the snapshot): "
+                f"{first[args.small]:.3f}s / {first[args.records]:.3f}s"
+            )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

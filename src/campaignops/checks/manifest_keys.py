@@ -1,0 +1,216 @@
+"""What the MAN checks say about keys the schema accepts: run, not run yet, or not runnable.
+
+The manifest schema accepts the experiment-queue format unchanged; a key the runner does not
+run must not pass silently (a setting that is ignored reads as a promise kept). This module
+finds, in a schema-valid manifest, each such key, each precondition the rendered script could
+not check, and each output path it could not check inside the campaign. ``manifests.py`` turns
+them into findings (MAN012, MAN013, MAN014).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from campaignops import manifest
+from campaignops.taskfiles import (
+    BRACE_PLACEHOLDER,
+    ENV_REF,
+    PRECONDITION_TYPES,
+    output_problem,
+    path_problem,
+    stage_root_problem,
+)
+
+Where = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class NotRun:
+    what: str  # what the runner does instead
+    when: str  # which issue runs it, or why never
+    fix: str
+
+
+_SSH = "not yet: the ssh backend's issue (DESIGN.md 6c) runs it"
+_NO_ISSUE = "no issue plans it yet"
+# Top-level keys. Remove an entry in the change that makes the runner honour the key.
+NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
+    {
+        "cwd": NotRun(
+            "every task runs from the campaign checkout",
+            "by design: the checkout is the commit that was submitted",
+            "remove it (or write cwd: .); cd inside the command if a task needs another directory",
+        ),
+        "conda": NotRun(
+            "no conda environment is activated",
+            _SSH,
+            "activate it in the command (conda run -n ENV python …) or in a wrapper",
+        ),
+        "conda_hook": NotRun(
+            "no conda hook is sourced", _SSH, "source the hook in a wrapper script"
+        ),
+        "ssh": NotRun(
+            "tasks run on the manifest's backend, never on an SSH host named here",
+            _SSH,
+            "name an authorized backend in backend:",
+        ),
+        "gpus": NotRun(
+            "no GPU indices are assigned to tasks",
+            "not yet: issue 8 makes it the backend's GPU request",
+            "request GPUs per task with resources.gpus: N",
+        ),
+        "gpu_free_threshold_mib": NotRun(
+            "GPU memory is not polled before a task starts",
+            _SSH,
+            "remove it; a scheduler gives each task its own GPUs",
+        ),
+        "oom_retry": NotRun(
+            "an OUT_OF_MEMORY task is not retried",
+            "not yet: issue 8 retries OUT_OF_MEMORY tasks",
+            "resubmit the target after raising resources.mem",
+        ),
+        "analyze_on_complete": NotRun(
+            "nothing is analysed when the jobs end",
+            _NO_ISSUE,
+            "run the analysis yourself once campaign status shows the jobs completed",
+        ),
+        "stage": NotRun(
+            "the stage is chosen by campaign submit --stage",
+            "by design: one manifest serves smoke, single and production",
+            "remove it and pass --stage",
+        ),
+    }
+)
+# Keys of a job or a template that plan.py does not read.
+NESTED_NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
+    {
+        "resources": NotRun(
+            "the targets of one array job share its resources: the manifest's, then its "
+            "phase's (smoke.resources for a smoke)",
+            _NO_ISSUE,
+            "move the resources to the top level or to the phase, or split the targets into "
+            "their own manifest",
+        ),
+        "backend": NotRun(
+            "every target runs on the manifest's backend (or campaign submit --backend)",
+            _NO_ISSUE,
+            "put the job in a manifest of its own with that backend",
+        ),
+    }
+)
+
+
+def _asks_nothing(key: str, value: Any) -> bool:
+    """Values that ask for what the runner does anyway."""
+    if key == "cwd":
+        return isinstance(value, str) and posixpath.normpath(value) == "."
+    if key == "analyze_on_complete":
+        return value is False
+    if key == "oom_retry":
+        return isinstance(value, Mapping) and bool(value.get("max_attempts") == 0)
+    if key == "gpus":
+        return value in ([], 0)
+    return False
+
+
+def not_run(doc: Mapping[str, Any]) -> Iterator[tuple[Where, str, NotRun]]:
+    """(where, the key as shown, why) for each key that asks for what the runner does not do."""
+    for key, why in NOT_RUN.items():
+        if key in doc and not _asks_nothing(key, doc[key]):
+            yield (key,), key, why
+    for block in manifest.blocks(doc):
+        owner = f"phase {block.phase!r}" if block.phase else None
+        # A phase's own resources ARE run: a phase is one array job (plan.resources_for).
+        if "resources" in block.template:
+            shown = "template.resources" + (f" of {owner}" if owner else "")
+            yield (*block.at, "template", "resources"), shown, NESTED_NOT_RUN["resources"]
+        jobs_at: Where = (*block.at, "jobs") if block.phase else ("jobs",)
+        for j, job in enumerate(block.jobs):
+            for key in sorted(NESTED_NOT_RUN.keys() & job.keys()):
+                shown = f"{key} of job {job['id']!r}"
+                yield (*jobs_at, j, key), shown, NESTED_NOT_RUN[key]
+
+
+PRECONDITION_FIX = (
+    "write it as {{type: checkpoint_exists, path: checkpoints/teacher.pt}}; types: {types}"
+)
+PLACEHOLDER_FIX = (
+    "write one literal path, or order the work with phases: depends_on starts a phase only "
+    "after the phase it names completed"
+)
+ENV_FIX = "write the path literally, or read an environment variable as ${UPPER_CASE}"
+
+
+def precondition_problems(doc: Mapping[str, Any]) -> Iterator[tuple[Where, str, str]]:
+    """(where, problem, fix) for each precondition the rendered script could not check."""
+    types = ", ".join(sorted(PRECONDITION_TYPES))
+    general = PRECONDITION_FIX.format(types=types)
+    for i, pre in enumerate(doc.get("preconditions") or ()):
+        kind, path = pre.get("type"), pre.get("path")
+        if kind not in PRECONDITION_TYPES:
+            yield (
+                ("preconditions", i, "type"),
+                f"type {kind!r} is not one the runner checks",
+                f"use one of: {types}",
+            )
+        if not isinstance(path, str):
+            yield ("preconditions", i), f"{kind} has no path", general
+            continue
+        at: Where = ("preconditions", i, "path")
+        problem = path_problem(path)
+        if problem is not None:
+            yield at, f"path {path!r} {problem}", general
+        elif (brace := BRACE_PLACEHOLDER.search(path)) is not None:
+            yield (
+                at,
+                f"path {path!r} has {brace.group(0)}, a per-job placeholder: the runner checks "
+                "preconditions as written, once before each task",
+                PLACEHOLDER_FIX,
+            )
+        elif (name := _not_env(path)) is not None:
+            yield (
+                at,
+                f"path {path!r} reads ${{{name}}}, which is not an environment variable",
+                ENV_FIX,
+            )
+
+
+def _not_env(text: str) -> str | None:
+    for m in ENV_REF.finditer(text):
+        if not manifest.ENV_NAME.match(m.group(1)):
+            return m.group(1)
+    return None
+
+
+OUTPUT_FIX = (
+    "write it under the stage's own root, relative to the campaign: "
+    "${{CAMPAIGN_OUT}}/{target}/metrics.json (CAMPAIGN_OUT is runs/<stage>)"
+)
+BOTH_FIX = "keep one of them: output (the experiment-queue's output_check means the same)"
+
+
+def output_problem_of(target: manifest.Target) -> str | None:
+    """What keeps the script from checking this target's output inside the campaign, or keeps
+    it from being the stage's own (under ${CAMPAIGN_OUT}), or None."""
+    if target.output is None:
+        return None
+    problem = output_problem(target.output)
+    if problem is None and not target.cell and (name := _not_env(target.output)) is not None:
+        # In a grid, an undefined lowercase name is MAN003's; in a job nothing fills it.
+        problem = f"reads ${{{name}}}, which is neither a grid key nor an environment variable"
+    return problem or stage_root_problem(target.output)
+
+
+def both_outputs(doc: Mapping[str, Any]) -> Iterator[Where]:
+    """Where a job or template gives both output and output_check: only output is checked."""
+    for block in manifest.blocks(doc):
+        if {"output", "output_check"} <= block.template.keys():
+            yield (*block.at, "template", "output_check")
+        jobs_at: Where = (*block.at, "jobs") if block.phase else ("jobs",)
+        for j, job in enumerate(block.jobs):
+            if {"output", "output_check"} <= job.keys():
+                yield (*jobs_at, j, "output_check")

@@ -1,0 +1,303 @@
+"""Reading the ledger at any size: once per process, and from a snapshot of its folded prefix.
+
+The ledger is the runner's own append-only file, so it has no size limit (FileReader's cap is
+for files people write). A year of 1,000-task arrays is ~100,000 records, ~34 MiB; parsing
+and folding them all on every command was most of a command's time. So:
+
+- **Per process**, the Ledger read is kept with the file's identity (device, inode, size,
+  mtime, ctime): an unchanged file is not read again (one changed in the last RACY_NS is
+  compared by content: two writes within a clock tick can leave size and times alike). After
+  an append, the kept fold goes on with the new lines only, once the old bytes are found
+  unchanged at the file's start.
+- **Across processes**, a snapshot of the fold of the ledger's first N bytes (every complete
+  line at the time) is kept in the clone's git directory (``.git/campaignops/``), never in the
+  work tree: it can neither be committed nor merged, nor arrive with a clone or pull, and git
+  keeps the append-only history of the ledger itself. It holds the SHA-256 of those N bytes;
+  it is used only when the ledger's first N bytes hash the same (a merge, a checkout or an edit
+  anywhere in them and it is rebuilt), and the lines after them are folded on top: the fold
+  is a left fold in file order, so the result is exactly the fold of the whole file.
+- A snapshot's jobs are read lazily: each job's light fields at once, its ``tasks`` and
+  ``fingerprints`` (the bulk of a 1,000-task array) on first use, so a command pays for the
+  jobs it looks into.
+
+Snapshots are written only when at least SNAPSHOT_AFTER lines would otherwise be parsed, so a
+small ledger never has one. A snapshot that cannot be read or written is ignored: it is a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaignops import atomic, layout
+from campaignops.errors import CampaignError, InputError
+from campaignops.ledger import Folding, Ledger, decode
+
+SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
+SNAPSHOT_FILE = "campaignops/ledger-snapshot.v1"  # in the git directory
+FORMAT = "campaignops ledger snapshot 1"
+RACY_NS = 2_000_000_000  # a file this recent is compared by content, not trusted by its stat
+LAZY = ("tasks", "fingerprints")  # per-target fields: read when a job's targets are looked into
+
+
+@dataclass
+class _Kept:
+    """What this process last read: the file's identity, the fold of its complete lines (the
+    first ``len(prefix)`` bytes, kept to compare), and the Ledger returned."""
+
+    identity: tuple[int, ...]
+    trusted: bool
+    prefix: bytes
+    torn: bytes
+    folding: Folding
+    ledger: Ledger
+
+
+_KEPT: dict[Path, _Kept] = {}
+_now_ns = time.time_ns
+
+
+def forget() -> None:
+    """Drop what this process keeps (tests that rewrite a ledger behind its back)."""
+    _KEPT.clear()
+
+
+def _open(root: Path) -> tuple[Path, os.stat_result] | None:
+    """The ledger's real path and status, None when missing; a symlink that leaves the
+    campaign, or anything but a regular file, is refused as FileReader refuses it."""
+    path = root / layout.LEDGER_FILE
+    rel = layout.LEDGER_FILE
+    if not os.path.lexists(path):
+        return None
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        real = None
+    base = root.resolve()
+    if real is None or (real != base and base not in real.parents):
+        where = f"symlink to {path.readlink()}" if path.is_symlink() else "path"
+        raise InputError(
+            path=rel,
+            message=f"{where}, outside the campaign or in a symlink loop; not followed",
+            hint="keep campaign files inside the repository (copy the file in, or exclude it)",
+        )
+    try:
+        status = real.stat()
+    except OSError as exc:
+        raise InputError(
+            path=rel, message=f"cannot read: {exc.strerror}", hint="check permissions"
+        ) from None
+    if not path.is_file():
+        raise InputError(path=rel, message="not a regular file", hint="restore it from git")
+    return real, status
+
+
+def read(root: Path) -> Ledger:
+    """The campaign's ledger (see the module's docstring for how it is kept fast)."""
+    opened = _open(root)
+    if opened is None:
+        return Ledger()
+    real, status = opened
+    identity = _identity(status)
+    kept = _KEPT.get(real)
+    if kept is not None and kept.identity == identity and kept.trusted:
+        return kept.ledger
+    try:
+        data = real.read_bytes()
+    except OSError as exc:
+        raise InputError(
+            path=layout.LEDGER_FILE,
+            message=f"cannot read: {exc.strerror}",
+            hint="check permissions",
+        ) from None
+    # Git's rule for racily clean files: a file changed within the clock's granularity of
+    # being read may change again without its size or times changing; compare its bytes.
+    trusted = _now_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > RACY_NS
+    if kept is not None and _same(data, kept):
+        kept.identity, kept.trusted = identity, trusted
+        return kept.ledger
+    end = data.rfind(b"\n") + 1  # complete lines end here; after it, at most a torn one
+    snapshot = _snapshot_path(root)
+    if kept is not None and len(kept.prefix) <= end and data.startswith(kept.prefix):
+        folding, start = kept.folding.copy(), len(kept.prefix)
+    else:
+        loaded = _load(snapshot, data[:end]) if snapshot is not None else None
+        folding, start = loaded if loaded is not None else (Folding(), 0)
+    fresh, before = data[start:end], folding.lines
+    folding.feed(decode(fresh) if start == 0 else fresh.decode("utf-8", "surrogateescape"))
+    folding.freeze()
+    if snapshot is not None and folding.lines - before >= SNAPSHOT_AFTER:
+        _save(snapshot, data[:end], folding)
+    if end < len(data):  # a torn last line: read now, but kept out of what is continued
+        whole = folding.copy()
+        whole.feed(data[end:].decode("utf-8", "surrogateescape"))
+        ledger = whole.ledger()
+    else:
+        ledger = folding.ledger()
+    _KEPT[real] = _Kept(
+        identity=identity,
+        trusted=trusted,
+        prefix=data[:end],
+        torn=data[end:],
+        folding=folding,
+        ledger=ledger,
+    )
+    return ledger
+
+
+def _same(data: bytes, kept: _Kept) -> bool:
+    # Compared in place: joining prefix and torn tail would copy the whole ledger first.
+    size = len(kept.prefix)
+    return (
+        len(data) == size + len(kept.torn)
+        and data.startswith(kept.prefix)
+        and data[size:] == kept.torn
+    )
+
+
+def _identity(status: os.stat_result) -> tuple[int, ...]:
+    return (
+        status.st_dev,
+        status.st_ino,
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+    )
+
+
+def _snapshot_path(root: Path) -> Path | None:
+    """Where this clone keeps the snapshot: in the git directory of the checkout holding the
+    campaign (a linked worktree's own), or nowhere outside a git checkout."""
+    base = root.resolve()
+    for top in (base, *base.parents):
+        dotgit = top / ".git"
+        if dotgit.is_dir():
+            return dotgit / SNAPSHOT_FILE
+        if dotgit.exists():
+            return _linked(top, dotgit)
+    return None
+
+
+def _linked(top: Path, dotgit: Path) -> Path | None:
+    # A worktree's or submodule's .git is a file: "gitdir: <path>".
+    try:
+        text = dotgit.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    gitdir = Path(text[len("gitdir: ") :].strip())
+    gitdir = gitdir if gitdir.is_absolute() else top / gitdir
+    return gitdir / SNAPSHOT_FILE if gitdir.is_dir() else None
+
+
+# --------------------------------------------------------------------------- the snapshot file
+#
+# Text, one JSON value a line: a header (format, the ledger bytes covered and their SHA-256,
+# lines read, skipped lines, the body's size and CRC-32), then per job three lines: its light
+# fields with its first line, first time and key order; its ``tasks``; its ``fingerprints``
+# (``null`` when absent). The body check catches a snapshot damaged after it was written.
+
+
+class _Lazy(Mapping[str, Any]):
+    """A job's fields from a snapshot: the light ones decoded, the per-target ones on use."""
+
+    def __init__(self, light: dict[str, Any], order: list[str], raw: dict[str, bytes]) -> None:
+        self._light = light
+        self._order = order
+        self._raw = raw
+
+    def __getitem__(self, key: str) -> Any:
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            self._light[key] = json.loads(raw)
+        return self._light[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        # Mapping's own get goes through __getitem__ and an exception per missing key: this
+        # one is called for every field a command reads.
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            self._light[key] = json.loads(raw)
+        return self._light.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._light or key in self._raw
+
+    def raw(self, key: str) -> bytes:
+        """The field as JSON, without decoding it when it was never used."""
+        if key in self._raw:
+            return self._raw[key]
+        return json.dumps(self._light.get(key), separators=(",", ":")).encode()
+
+
+def _load(path: Path, covered: bytes) -> tuple[Folding, int] | None:
+    """The snapshot's fold and the ledger bytes it covers, when those bytes are still the
+    ledger's first ones; None when there is none, or it is stale or damaged."""
+    try:
+        data = path.read_bytes()
+        first, _, body = data.partition(b"\n")
+        head = json.loads(first)
+        size = int(head["bytes"])
+        if head.get("format") != FORMAT or size > len(covered):
+            return None
+        if int(head["body_bytes"]) != len(body) or head["body_crc"] != zlib.crc32(body):
+            return None
+        if hashlib.sha256(covered[:size]).hexdigest() != head["sha256"]:
+            return None
+        folding = Folding(lines=int(head["lines"]))
+        folding.skipped = [(int(n), str(r)) for n, r in head["skipped"]]
+        lines = body.split(b"\n")
+        for i in range(0, len(lines) - 2, 3):
+            light = json.loads(lines[i])
+            lid = str(light.pop("ledger_id"))
+            folding.first[lid] = (int(light.pop("first_line")), light.pop("first_time"))
+            order = [str(k) for k in light.pop("order")]
+            raw = {key: lines[i + 1 + n] for n, key in enumerate(LAZY) if key in order}
+            folding.kept[lid] = _Lazy(light["fields"], order, raw)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # JSON's, UTF-8's too
+        return None
+    return folding, size
+
+
+def _save(path: Path, covered: bytes, folding: Folding) -> None:
+    out: list[bytes] = []
+    for lid, (line, first_time) in folding.first.items():
+        fields = folding.kept[lid]
+        order = list(fields)
+        light = {k: fields[k] for k in order if k not in LAZY}
+        head = {"ledger_id": lid, "first_line": line, "first_time": first_time, "order": order}
+        out.append(json.dumps(head | {"fields": light}, separators=(",", ":")).encode())
+        for key in LAZY:
+            if isinstance(fields, _Lazy):
+                out.append(fields.raw(key))
+            else:
+                out.append(json.dumps(fields.get(key), separators=(",", ":")).encode())
+    body = b"\n".join(out) + b"\n"
+    head = {
+        "format": FORMAT,
+        "bytes": len(covered),
+        "sha256": hashlib.sha256(covered).hexdigest(),
+        "lines": folding.lines,
+        "skipped": folding.skipped,
+        "body_bytes": len(body),
+        "body_crc": zlib.crc32(body),
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_atomic(path, json.dumps(head).encode() + b"\n" + body)
+    except (OSError, CampaignError):
+        pass  # a cache: the next command parses the lines again
