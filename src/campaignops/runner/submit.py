@@ -25,7 +25,7 @@ from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.manifest import targets as manifest_targets
 from campaignops.runner import (
     backends,
-    budget,
+    charging,
     fingerprint,
     gates,
     gitfacts,
@@ -244,7 +244,7 @@ def preflight(
             earlier_cost=earlier,
         )
         earlier += (
-            budget.estimate(job.spec.resources, len(job.targets), job.spec.time_s, page) or 0.0
+            charging.estimate(job.spec.resources, len(job.targets), job.spec.time_s, page) or 0.0
         )
         verdicts = gates.evaluate(
             request,
@@ -303,7 +303,7 @@ def execute(
         (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
         script.write_text(be.render(spec), encoding="utf-8")
         overridden = next((v.override for v in p.verdicts if v.override), None)
-        charge = budget.job_charge(spec.resources, spec.time_s, page)
+        charge = charging.job_charge(spec.resources, spec.time_s, page)
         lw.append(
             root,
             [
