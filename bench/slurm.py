@@ -7,7 +7,7 @@
 2. Status: a campaign ledger tracking the 1,000 jobs of the loop; `status.refresh` with every
    scheduler call counted (target: 1 accounting query + <= 1 queue query) and timed.
 3. The whole path for a queue file: a campaign from `campaign new` with a 1,000-line queue file
-   and its manifest, committed, then `campaign submit`'s library call (the five gates, 1,000
+   and its manifest, committed, then `campaign submit`'s library call (the six gates, 1,000
    fingerprints, the ledger, the wrapper lock, STATUS.md) with every scheduler call counted
    (target: one sibling query and one sbatch call), timed against the loop of part 1.
 Never fails on timing.

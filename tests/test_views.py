@@ -369,3 +369,53 @@ def test_symlinked_markdown_is_rendered_through_the_link_once(campaign: Path, ru
     assert run("render").out == "rendered: STATUS.md\n"
     assert (campaign / "docs" / "STATUS.md").is_symlink()
     assert "| no jobs yet |" in status.read_text()
+
+
+def test_budget_view_shows_spent_against_the_cap_without_a_clock(campaign: Path, run) -> None:
+    status = campaign / "STATUS.md"
+    status.write_text(status.read_text() + "\n" + BEGIN.format("budget") + END.format("budget"))
+    assert run("render").out == "rendered: STATUS.md\n"
+    assert block(status, "budget") == (
+        "\n_No authorized backend has a charging model: nothing is charged._\n\n"
+    )
+    page = campaign / "backends" / "generic-slurm.md"
+    charging = (
+        "charging:\n  unit: gpu-hours\n  source: https://example.org/allocations\n"
+        "  verified: 2026-11\n"
+    )
+    page.write_text("---\n" + charging + page.read_text()[4:])
+    policy = campaign / "campaign.yaml"
+    policy.write_text(
+        policy.read_text().replace(
+            "  hpc_allocation_cap_percent: 80\n",
+            "  hpc_allocation_cap_percent: 80\n  allocations: {generic-slurm: 100}\n",
+        )
+    )
+    intent = {
+        "v": 1, "kind": "intent", "ledger_id": "L-gpu", "time": "2026-11-02T10:00:00Z",
+        "backend": "generic-slurm", "stage": "production", "targets": ["a", "b"],
+        "fingerprint": "sha256:" + "0" * 64, "commit": COMMIT_A, "manifest": "manifests/m.yaml",
+        "job_id": "77", "charge": {"unit": "gpu-hours", "rate": 2, "time_s": 7200},
+    }  # fmt: skip
+    done = {
+        "v": 1, "kind": "state", "ledger_id": "L-gpu", "time": "2026-11-02T12:00:00Z",
+        "state": "RUNNING", "tasks": {"0": {"state": "COMPLETED", "run_time_s": 5400},
+                                      "1": {"state": "RUNNING"}},
+    }  # fmt: skip
+    ledger = campaign / ".campaign" / "ledger.jsonl"
+    ledger.parent.mkdir(exist_ok=True)
+    ledger.write_text(json.dumps(intent) + "\n" + json.dumps(done) + "\n")
+    assert run("render").out == "rendered: STATUS.md\n"
+    # a: 1.5 h x 2 GPUs = 3 spent; b runs: its 2 h x 2 GPUs = 4 reserved (no clock in a view)
+    assert block(status, "budget") == (
+        "\n"
+        "| backend | spent | reserved | cap | of cap |\n"
+        "| --- | --- | --- | --- | --- |\n"
+        "| generic-slurm | 3 gpu-hours | 4 gpu-hours | 80 gpu-hours (80% of the 100 gpu-hours "
+        "allocation (budgets.allocations.generic-slurm)) | 9% |\n"
+        "\n"
+        "- not charged (no charging model on their page): local\n"
+        "- reserved: what queued and running tasks may still use, up to their time limit\n"
+        "\n"
+    )
+    assert run("render", "--check").code == 0  # idempotent: no clock

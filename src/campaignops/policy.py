@@ -29,6 +29,10 @@ class Policy:
     requeue: bool = False
     warning_seconds: int | None = None
     smoke_max_minutes: int | None = None
+    cloud_usd: float | None = None  # budgets.cloud_usd: the campaign's cap on rented-compute USD
+    hpc_allocation_cap_percent: float | None = None  # budgets.: share of an HPC allocation
+    # budgets.allocations: each HPC backend's allocation, in its page's charging unit.
+    allocations: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     globs: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
     )
@@ -41,6 +45,28 @@ def _str_list(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return None
+
+
+def _number(value: Any, *, most: float | None = None) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return None if most is not None and value > most else float(value)
+
+
+def _budgets(data: Any) -> tuple[float | None, float | None, Mapping[str, float]]:
+    if not isinstance(data, dict):
+        return None, None, MappingProxyType({})
+    given = data.get("allocations")
+    sizes: dict[str, float] = {}
+    for name, value in given.items() if isinstance(given, dict) else ():
+        size = _number(value)
+        if size:  # a zero or unusable size names no allocation
+            sizes[str(name)] = size
+    return (
+        _number(data.get("cloud_usd")),
+        _number(data.get("hpc_allocation_cap_percent"), most=100),
+        MappingProxyType(sizes),
+    )
 
 
 def from_data(data: Any, *, found: bool = True) -> Policy:
@@ -62,7 +88,11 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
     smoke = data.get("smoke_backend")
     warning = stages.get("warning_seconds") if isinstance(stages, dict) else None
     smoke_max = stages.get("smoke_max_minutes") if isinstance(stages, dict) else None
+    cloud_usd, cap_percent, allocations = _budgets(data.get("budgets"))
     return Policy(
+        cloud_usd=cloud_usd,
+        hpc_allocation_cap_percent=cap_percent,
+        allocations=allocations,
         require_smoke=not (isinstance(stages, dict) and stages.get("require_smoke") is False),
         requeue=isinstance(stages, dict) and stages.get("requeue") is True,
         warning_seconds=warning if isinstance(warning, int) and warning > 0 else None,

@@ -292,6 +292,22 @@ def render_jobs(src: Sources) -> str:
     return "\n\n".join([text, "\n".join(notes)]) if notes else text
 
 
+def render_budget(sources: Sources) -> str:
+    """Spent against budget per charged backend (runner.budget.summary), without a clock:
+    running tasks count as reserved whole, so the block changes only when the ledger does."""
+    from campaignops.runner import budget  # the runner builds on this module: import late
+
+    policy = policy_mod.from_data(sources._yaml(layout.POLICY_FILE))
+    pages = {name: sources.page(name) for name in policy.backends}
+    found = budget.summary(policy, pages, sources.ledger().jobs)
+    lines = found.splitlines()
+    rows = [line for line in lines if line.startswith("|")]
+    notes = [f"- {cell(line)}" for line in lines if not line.startswith("|")]
+    if not rows:
+        return "_No authorized backend has a charging model: nothing is charged._"
+    return "\n\n".join(["\n".join(rows), "\n".join(notes)])
+
+
 @dataclass(frozen=True)
 class View:
     render: Callable[[Sources], str]
@@ -305,6 +321,9 @@ VIEWS: Mapping[str, View] = MappingProxyType(
         "failures": View(render_failures, FAILURES_FILE, "FAILURES.md"),
         "stages": View(render_stages, layout.LEDGER_FILE, "STATUS.md"),
         "jobs": View(render_jobs, layout.LEDGER_FILE, "STATUS.md"),
+        "budget": View(
+            render_budget, f"{layout.POLICY_FILE}, backend pages, {layout.LEDGER_FILE}", "STATUS.md"
+        ),
     }
 )
 

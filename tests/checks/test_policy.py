@@ -123,3 +123,56 @@ def test_failure_sample_must_match_a_matcher(campaign: Path, run) -> None:  # ty
     path.write_text(text)
     result = pol(run)
     assert result.where() == [("failures.yaml", 9, "POLICY004")]
+
+
+def priced(page: str, charging: str) -> str:
+    """The page with a charging block at the top of its front matter."""
+    assert page.startswith("---\n")
+    return "---\n" + charging + page[4:]
+
+
+def test_budget_allocations_and_a_charging_block_are_accepted(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    policy = campaign / "campaign.yaml"
+    policy.write_text(
+        policy.read_text().replace(
+            "  hpc_allocation_cap_percent: 80\n",
+            "  hpc_allocation_cap_percent: 80\n  allocations: {generic-slurm: 5000}\n",
+        )
+    )
+    page = campaign / "backends" / "generic-slurm.md"
+    charging = (
+        "charging:\n  unit: gpu-hours\n  whole_nodes: true\n  gpus_per_node: 4\n"
+        "  source: https://example.org/allocations\n  verified: 2026-11\n"
+    )
+    page.write_text(priced(page.read_text(), charging))
+    assert (pol(run).code, pol(run).ids()) == (0, [])
+
+
+def test_budget_values_out_of_range_are_refused_at_their_line(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    policy = campaign / "campaign.yaml"
+    policy.write_text(
+        policy.read_text().replace(
+            "  hpc_allocation_cap_percent: 80\n",
+            "  hpc_allocation_cap_percent: 80\n  allocations: {generic-slurm: 0}\n",
+        )
+    )
+    page = campaign / "backends" / "local.md"
+    bad = "charging:\n  unit: core-hours\n  source: s\n  verified: 2026-11\n"
+    usd = "charging:\n  unit: usd\n  source: s\n  verified: 2026-11\n"  # no price
+    text = page.read_text()
+    page.write_text(priced(text, bad))
+    first = pol(run)
+    assert [(p, i) for p, _, i in first.where()] == [
+        ("backends/local.md", "POLICY003"),
+        ("campaign.yaml", "POLICY001"),
+    ]
+    assert first.where()[1][1] == 13
+    page.write_text(priced(text, usd))
+    usd_found = pol(run)
+    assert [(p, i) for p, _, i in usd_found.where()] == [
+        ("backends/local.md", "POLICY003"),
+        ("backends/local.md", "POLICY003"),
+        ("campaign.yaml", "POLICY001"),
+    ]
+    messages = " ".join(str(f["message"]) for f in usd_found.json()["findings"])
+    assert "'per'" in messages and "'per_hour'" in messages

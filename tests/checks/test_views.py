@@ -142,7 +142,7 @@ def test_each_marker_defect_at_its_line(campaign: Path, run) -> None:
         ("NOTES.md", 15, 1, "view 'backends' has no end marker"),
     ]
     assert {f["id"] for f in result.json()["findings"][1:]} == {"VIEW002"}
-    assert "NAME is one of backends, failures, stages, jobs" in str(
+    assert "NAME is one of backends, failures, stages, jobs, budget" in str(
         result.json()["findings"][1]["hint"]
     )
 

@@ -1,4 +1,5 @@
-"""The five gates: each one's pass and refusals; the committed gate on real git repositories."""
+"""The six gates: each one's pass and refusals (budget's in test_budget.py); the committed gate
+on real git repositories."""
 
 from __future__ import annotations
 
@@ -441,7 +442,8 @@ def test_evaluate_reports_every_gate_in_order_and_require_stops_at_the_first(
         active=[JobState(job_id="9", state="PENDING", name="demo.lr0.1_s1.smoke")],
     )
     assert tuple(v.gate for v in verdicts) == GATES
-    assert [v.passed for v in verdicts] == [True, True, False, False, True]
+    assert [v.passed for v in verdicts] == [True, True, False, False, True, True]
+    assert verdicts[-1].reason == "no charging model on backends/local.md: cost not estimated"
     with pytest.raises(GateRefused) as caught:
         require(verdicts)
     assert caught.value.exit_code == 1

@@ -52,7 +52,7 @@ def settle(run, root: Path, *, want: str, timeout: float = 60) -> ledger.Job:  #
 def test_dry_run_shows_gates_and_script_and_submits_nothing(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
     result = run("submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run")
     assert result.code == 0, result.err
-    for gate in ("committed", "authorized", "smoke_first", "no_sibling", "breaker"):
+    for gate in ("committed", "authorized", "smoke_first", "no_sibling", "breaker", "budget"):
         assert f"gate {gate}" in result.out
     assert "#LOCAL --array=0-3%2" in result.out and "dry run: nothing submitted" in result.out
     assert records(camp) == []

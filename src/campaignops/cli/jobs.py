@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
@@ -151,6 +152,13 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     for line in aligned(sources.render("jobs")):
         print(line, file=out)
+    from campaignops.runner import budget
+
+    spent = budget.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)
+    if spent:
+        print("\nspent against budget:", file=out)
+        for line in aligned(spent):
+            print(f"  {line}", file=out)
     print(f"STATUS.md: {root / 'STATUS.md'}\nledger: {root / layout.LEDGER_FILE}", file=out)
     return 0
 
@@ -190,11 +198,12 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sbm = sub.add_parser(
         "submit",
-        help="submit a manifest's targets from committed files, through the five gates",
+        help="submit a manifest's targets from committed files, through the six gates",
         description="Submit a manifest's targets to a backend: only from committed files, "
-        "smoke before single/production, no duplicate of a queued or running job, and not a "
-        "fourth try of the same crash. Gates in order: committed, authorized, smoke_first, "
-        "no_sibling, breaker. Every submission is recorded in .campaign/ledger.jsonl.",
+        "smoke before single/production, no duplicate of a queued or running job, not a "
+        "fourth try of the same crash, and within budget. Gates in order: committed, authorized, "
+        "smoke_first, no_sibling, breaker, budget. Every submission is recorded in "
+        ".campaign/ledger.jsonl.",
         epilog="exit codes: 0 submitted (or a dry run whose gates all pass), 1 a gate refused "
         "(also in a dry run), the scheduler rejected the job, or it was submitted but a later "
         "step (lock, STATUS.md, commit, push) failed or its outcome is unknown (the warning "
@@ -237,7 +246,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sbm.add_argument(
         "--override",
         metavar="REASON",
-        help="pass a tripped breaker; the reason is recorded in the ledger",
+        help="pass a tripped breaker or an exceeded budget; the reason is recorded in the ledger",
     )
     sbm.add_argument(
         "--commit",

@@ -1,5 +1,5 @@
-"""The five gates a submission passes, in order: committed, authorized, smoke_first, no_sibling,
-breaker (DESIGN §6).
+"""The six gates a submission passes, in order: committed, authorized, smoke_first, no_sibling,
+breaker, budget (DESIGN §6; budget's logic is in runner/budget.py).
 
 Each gate is a pure function of explicit facts returning a Verdict that says what is wrong,
 where, and what to do. ``repo_facts`` is the one place that reads git; the scheduler query and
@@ -16,17 +16,18 @@ from typing import Any
 from campaignops.errors import CampaignError
 from campaignops.ledger import Job
 from campaignops.policy import Policy
+from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.fingerprint import submission_fingerprint
 from campaignops.runner.gitfacts import RepoFacts
-from campaignops.runner.spec import FINISHED, JobState
+from campaignops.runner.spec import FINISHED, JobState, Resources
 from campaignops.runner.verdict import Verdict as Verdict  # re-exported: submit, cli
 from campaignops.runner.verdict import listed as _listed
 from campaignops.runner.verdict import ok as _ok
 from campaignops.runner.verdict import quoted as _quoted
 from campaignops.runner.verdict import refuse as _refuse
 
-GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker")
+GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker", "budget")
 BREAKER_RUN = 3  # the seed's "3 consecutive same-error failures"
 
 
@@ -45,6 +46,8 @@ class Request:
     override: str | None = None
     time_s: int | None = None  # the job's time limit, in seconds
     smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
+    resources: Resources | None = None  # what each task holds: the budget gate's estimate
+    earlier_cost: float = 0.0  # the budget estimates of this submission's earlier phases
 
 
 class GateRefused(CampaignError):
@@ -326,6 +329,7 @@ def evaluate(
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
         no_sibling(request, active=active, jobs=jobs),
         breaker(request, jobs=jobs),
+        budget(request, policy=policy, page=page, jobs=jobs),
     )
 
 

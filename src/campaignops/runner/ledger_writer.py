@@ -76,6 +76,7 @@ def intent_record(
     override: str | None = None,
     fingerprints: Mapping[str, str] | None = None,
     stage_root: str | None = None,
+    charge: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Written before the scheduler call: what is about to be submitted, from which commit.
     ``fingerprints`` (several targets) keeps each target's own, so a smoke counts per target."""
@@ -97,6 +98,7 @@ def intent_record(
         override=override,
         fingerprints=dict(fingerprints) if fingerprints and len(targets) > 1 else None,
         stage_root=stage_root,
+        charge=dict(charge) if charge else None,
     )
 
 

@@ -25,6 +25,7 @@ from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.manifest import targets as manifest_targets
 from campaignops.runner import (
     backends,
+    charging,
     fingerprint,
     gates,
     gitfacts,
@@ -224,6 +225,7 @@ def preflight(
     repo = gitfacts.repo_facts(root, paths)
     active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=dry_run)
     planned: list[Planned] = []
+    earlier = 0.0  # phases are judged together: the budget counts the ones before
     for job in jobs:
         request = gates.Request(
             campaign=policy.name,
@@ -237,6 +239,11 @@ def preflight(
             override=override,
             time_s=job.spec.time_s,
             smoke_max_minutes=policy.smoke_max_minutes,
+            resources=job.spec.resources,
+            earlier_cost=earlier,
+        )
+        earlier += (
+            charging.estimate(job.spec.resources, len(job.targets), job.spec.time_s, page) or 0.0
         )
         verdicts = gates.evaluate(
             request,
@@ -282,6 +289,7 @@ def execute(
     assert pre.head is not None  # the committed gate passed
     done: list[Submitted] = []
     ids_by_group: dict[str, str] = {}
+    page = backends.page(root, pre.name)  # its charging model: each job's charge is recorded
     for p in pre.planned:
         job = p.job
         lid = lw.new_ledger_id(now())
@@ -293,7 +301,8 @@ def execute(
         script.parent.mkdir(parents=True, exist_ok=True)
         (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
         script.write_text(be.render(spec), encoding="utf-8")
-        breaker = next((v for v in p.verdicts if v.gate == "breaker"), None)
+        overridden = next((v.override for v in p.verdicts if v.override), None)
+        charge = charging.job_charge(spec.resources, spec.time_s, page)
         lw.append(
             root,
             [
@@ -312,7 +321,8 @@ def execute(
                     wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
                     array=_array(spec),
                     after=after_ids,
-                    override=breaker.override if breaker else None,
+                    override=overridden,
+                    charge=charge.record() if charge else None,
                     stage_root=plan.stage_root(pre.stage),
                 )
             ],

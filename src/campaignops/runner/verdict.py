@@ -15,7 +15,7 @@ class Verdict:
     passed: bool
     reason: str
     hint: str = ""
-    override: str | None = None  # the reason that passed a tripped breaker: record it
+    override: str | None = None  # the reason that passed a tripped gate: record it
 
 
 def listed(paths: Iterable[str]) -> str:
