@@ -68,11 +68,6 @@ NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
             _SSH,
             "remove it; a scheduler gives each task its own GPUs",
         ),
-        "oom_retry": NotRun(
-            "an OUT_OF_MEMORY task is not retried",
-            "not yet: issue 8 retries OUT_OF_MEMORY tasks",
-            "resubmit the target after raising resources.mem",
-        ),
         "analyze_on_complete": NotRun(
             "nothing is analysed when the jobs end",
             _NO_ISSUE,
@@ -110,8 +105,6 @@ def _asks_nothing(key: str, value: Any) -> bool:
         return isinstance(value, str) and posixpath.normpath(value) == "."
     if key == "analyze_on_complete":
         return value is False
-    if key == "oom_retry":
-        return isinstance(value, Mapping) and bool(value.get("max_attempts") == 0)
     if key == "gpus":
         return value in ([], 0)
     return False

@@ -123,10 +123,15 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"refreshed: {done.queries} scheduler call(s), {len(done.changed)} change(s)"
             + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else "")
             + (f", {len(done.ruled_out)} never queued" if done.ruled_out else "")
+            + (f", {done.retry_waiting} OOM retry(s) waiting" if done.retry_waiting else "")
             + ("" if left is None else f", {left} job(s) unfinished"),
             file=err,
             flush=True,
         )
+        for name in done.retried:
+            print(f"retried after OUT_OF_MEMORY (oom_retry): {name}", file=err)
+        for why in done.retry_refused:
+            print(f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}", file=err)
 
     if args.interval is not None and not args.watch:
         raise UsageError(

@@ -77,6 +77,8 @@ def intent_record(
     fingerprints: Mapping[str, str] | None = None,
     stage_root: str | None = None,
     charge: Mapping[str, Any] | None = None,
+    attempt: int | None = None,
+    retry_of: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Written before the scheduler call: what is about to be submitted, from which commit.
     ``fingerprints`` (several targets) keeps each target's own, so a smoke counts per target."""
@@ -98,6 +100,8 @@ def intent_record(
         override=override,
         fingerprints=dict(fingerprints) if fingerprints and len(targets) > 1 else None,
         stage_root=stage_root,
+        attempt=attempt,
+        retry_of=list(retry_of) if retry_of else None,
         charge=dict(charge) if charge else None,
     )
 

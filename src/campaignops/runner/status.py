@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from campaignops import ledger, views
-from campaignops.errors import UsageError
-from campaignops.runner import backends, fingerprint, scheduler, script
+from campaignops import ledger, views, yamldoc
+from campaignops.errors import CampaignError, UsageError
+from campaignops.runner import backends, fingerprint, retry, scheduler, script, submit
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -41,6 +42,9 @@ class Refresh:
     changed: tuple[str, ...]  # ledger ids with a new state record
     reconciled: tuple[str, ...]  # ledger ids whose lost or unknown result was found
     ruled_out: tuple[str, ...] = ()  # ledger ids the scheduler never queued
+    retried: tuple[str, ...] = ()  # OUT_OF_MEMORY retries submitted (oom_retry): job names
+    retry_waiting: int = 0  # retries whose delay has not passed yet
+    retry_refused: tuple[str, ...] = ()  # retries a gate refused: what and why
 
 
 # An unresolved submission younger than this may still be in its scheduler call (another
@@ -208,13 +212,54 @@ def refresh(
             changed.append(job.ledger_id)
     if records:
         lw.append(root, records)
+    retried, waiting, refused = _retry_oom(root=root, now=now, call=call)
     views.render_all(root=root, write=True)
     return Refresh(
         queries=calls,
         changed=tuple(changed),
         reconciled=tuple(reconciled),
         ruled_out=tuple(ruled_out),
+        retried=retried,
+        retry_waiting=waiting,
+        retry_refused=refused,
     )
+
+
+def _manifest(root: Path, rel: str) -> Any:
+    try:
+        return yamldoc.load((root / rel).read_text(encoding="utf-8"), path=rel)
+    except (OSError, UnicodeDecodeError, CampaignError):
+        return None  # a manifest gone or broken asks for no retry; campaign check says why
+
+
+def _retry_oom(
+    *, root: Path, now: Callable[[], dt.datetime], call: Call
+) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+    """Submit the OUT_OF_MEMORY retries that are due (manifest oom_retry), through the same
+    gates as any submission. Returns what was submitted, how many wait for their delay, and
+    what a gate refused (tried again at the next refresh)."""
+    due, waiting = retry.pending(
+        ledger.read(root).jobs, manifest=lambda rel: _manifest(root, rel), now=now()
+    )
+    submitted: list[str] = []
+    refused: list[str] = []
+    for entry in due:
+        try:
+            outcome = submit.submit(
+                root=root,
+                manifest=entry.manifest,
+                stage=entry.stage,
+                targets=entry.targets,
+                backend=entry.backend,
+                retry=submit.Retry(attempt=entry.attempt, of=entry.of),
+                now=now,
+                call=call,
+            )
+        except CampaignError as exc:
+            refused.append(f"{entry.manifest} {', '.join(entry.targets)}: {exc.message}")
+            continue
+        submitted += [f"{s.name} ({s.job_id}, attempt {entry.attempt})" for s in outcome.submitted]
+    return tuple(submitted), len(waiting), tuple(refused)
 
 
 def unfinished(root: Path) -> int:
@@ -243,7 +288,7 @@ def watch(
     pause = sleep or _sleep
     while True:
         done = refresh(root=root, now=now, call=call)
-        left = unfinished(root)
+        left = unfinished(root) + done.retry_waiting
         report(done, left)
         if not left:
             return done

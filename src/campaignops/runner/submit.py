@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger, lockfile, yamldoc
+from campaignops import layout, ledger, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.checks import manifests as man_checks
 from campaignops.errors import CampaignError, InputError, UsageError
@@ -26,7 +26,7 @@ from campaignops.manifest import targets as manifest_targets
 from campaignops.runner import (
     backends,
     charging,
-    fingerprint,
+    dispatch,
     gates,
     gitfacts,
     inputs,
@@ -34,11 +34,12 @@ from campaignops.runner import (
     plan,
     scheduler,
 )
-from campaignops.runner import ledger_writer as lw
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
-JOBS_DIR = ".campaign/jobs"
+JOBS_DIR = dispatch.JOBS_DIR
+Submitted = dispatch.Submitted
+Retry = dispatch.Retry
 # What a dry run's script shows where the ledger id and commit will go: a syntactically valid
 # id and commit, so every backend's validator accepts the preview.
 PREVIEW_LEDGER_ID = "L00000000T000000Z-000000000000"
@@ -58,14 +59,6 @@ class Planned:
     job: plan.PlannedJob
     verdicts: tuple[gates.Verdict, ...]
     script: str
-
-
-@dataclass(frozen=True)
-class Submitted:
-    ledger_id: str
-    job_id: str | None  # None: the outcome is unknown (the call timed out)
-    name: str
-    targets: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -273,107 +266,6 @@ def preflight(
     )
 
 
-def _array(spec: Any) -> str | None:
-    if not spec.is_array:
-        return None
-    return f"0-{len(spec.tasks) - 1}" + (f"%{spec.max_parallel}" if spec.max_parallel else "")
-
-
-def execute(
-    pre: Preflight, *, now: Callable[[], dt.datetime], call: Call
-) -> tuple[list[Submitted], CampaignError | None]:
-    """Submit each planned job (gates already passed): intent, one scheduler call, result.
-    Returns what was submitted, and the error that stopped a later job (earlier jobs stay
-    submitted and recorded)."""
-    root, be = pre.root, pre.backend
-    assert pre.head is not None  # the committed gate passed
-    done: list[Submitted] = []
-    ids_by_group: dict[str, str] = {}
-    page = backends.page(root, pre.name)  # its charging model: each job's charge is recorded
-    for p in pre.planned:
-        job = p.job
-        lid = lw.new_ledger_id(now())
-        after_ids = job.spec.after + tuple(
-            ids_by_group[g] for g in job.after_groups if g in ids_by_group
-        )
-        spec = dataclasses.replace(job.spec, comment=f"{lid} {pre.head}", after=after_ids)
-        script = root / JOBS_DIR / f"{lid}.sh"
-        script.parent.mkdir(parents=True, exist_ok=True)
-        (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
-        script.write_text(be.render(spec), encoding="utf-8")
-        overridden = next((v.override for v in p.verdicts if v.override), None)
-        charge = charging.job_charge(spec.resources, spec.time_s, page)
-        lw.append(
-            root,
-            [
-                lw.intent_record(
-                    ledger_id=lid,
-                    time=now(),
-                    campaign=pre.policy.name,
-                    backend=pre.name,
-                    stage=pre.stage,
-                    targets=job.targets,
-                    fingerprint=fingerprint.submission_fingerprint(pre.fingerprints, job.targets),
-                    fingerprints={t: pre.fingerprints[t] for t in job.targets},
-                    commit=pre.head,
-                    name=spec.name,
-                    manifest=pre.manifest,
-                    wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
-                    array=_array(spec),
-                    after=after_ids,
-                    override=overridden,
-                    charge=charge.record() if charge else None,
-                    stage_root=plan.stage_root(pre.stage),
-                )
-            ],
-        )
-        try:
-            out = call(be.submit_argv(str(script)))
-        except scheduler.OutcomeUnknown as exc:
-            record = lw.result_record(
-                ledger_id=lid, time=now(), job_id=None, outcome="unknown", reason=exc.message
-            )
-            lw.append(root, [record])
-            done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
-            return done, exc
-        except CampaignError as exc:
-            record = lw.result_record(ledger_id=lid, time=now(), job_id=None, error=exc.message)
-            lw.append(root, [record])
-            return done, exc
-        try:
-            job_id = be.parse_job_id(out.stdout)
-        except CampaignError as exc:
-            # The scheduler said yes in words we cannot read: the job may well be queued.
-            lw.append(
-                root,
-                [
-                    lw.result_record(
-                        ledger_id=lid,
-                        time=now(),
-                        job_id=None,
-                        outcome="unknown",
-                        reason=exc.message,
-                    )
-                ],
-            )
-            done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
-            return done, scheduler.OutcomeUnknown(
-                message=exc.message,
-                hint="campaign status --refresh finds the job by name and comment",
-            )
-        lw.append(
-            root,
-            [
-                lw.result_record(
-                    ledger_id=lid, time=now(), job_id=job_id, submitted=now(), state="PENDING"
-                )
-            ],
-        )
-        ids_by_group[job.group] = job_id
-        done.append(Submitted(ledger_id=lid, job_id=job_id, name=spec.name, targets=job.targets))
-    return done, None
-
-
 def submit(
     *,
     root: Path,
@@ -386,6 +278,7 @@ def submit(
     override: str | None = None,
     commit: bool = False,
     failed: bool = False,
+    retry: Retry | None = None,
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     call: Call = scheduler.call,
 ) -> Outcome:
@@ -412,7 +305,9 @@ def submit(
             return Outcome(backend=pre.name, planned=pre.planned, unreachable=pre.unreachable)
         for p in pre.planned:
             gates.require(p.verdicts)
-        done, stopped = execute(pre, now=now, call=backends.submitting(pre.backend, call))
+        done, stopped = dispatch.execute(
+            pre, now=now, call=backends.submitting(pre.backend, call), retry=retry
+        )
     if stopped is not None and not done:
         raise stopped
     sha, warnings = after_submission(

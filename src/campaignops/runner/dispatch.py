@@ -1,0 +1,147 @@
+"""The submission itself, once every gate passed: per planned job, the script, an intent
+record, ONE scheduler call, a result record (job id, error, or an unknown outcome).
+
+Phases are submitted in order, each after the jobs of the phases it depends on (afterok on
+their ids). A failure stops the later jobs; the earlier ones stay submitted and recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from campaignops import lockfile
+from campaignops.errors import CampaignError
+from campaignops.runner import backends, charging, fingerprint, plan, scheduler
+from campaignops.runner import ledger_writer as lw
+
+if TYPE_CHECKING:
+    from campaignops.runner.submit import Preflight as Preflighted
+
+JOBS_DIR = ".campaign/jobs"
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A resubmission of targets whose last attempt ran out of memory (manifest oom_retry)."""
+
+    attempt: int  # this submission's attempt number (the first submission is 1)
+    of: tuple[str, ...]  # the ledger ids of the attempts it repeats
+
+
+@dataclass(frozen=True)
+class Submitted:
+    ledger_id: str
+    job_id: str | None  # None: the outcome is unknown (the call timed out)
+    name: str
+    targets: tuple[str, ...]
+
+
+def _array(spec: Any) -> str | None:
+    if not spec.is_array:
+        return None
+    return f"0-{len(spec.tasks) - 1}" + (f"%{spec.max_parallel}" if spec.max_parallel else "")
+
+
+def execute(
+    pre: Preflighted,
+    *,
+    now: Callable[[], dt.datetime],
+    call: scheduler.Runs,
+    retry: Retry | None = None,
+) -> tuple[list[Submitted], CampaignError | None]:
+    """Submit each planned job (gates already passed): intent, one scheduler call, result.
+    Returns what was submitted, and the error that stopped a later job (earlier jobs stay
+    submitted and recorded)."""
+    root, be = pre.root, pre.backend
+    assert pre.head is not None  # the committed gate passed
+    done: list[Submitted] = []
+    ids_by_group: dict[str, str] = {}
+    page = backends.page(root, pre.name)  # its charging model: each job's charge is recorded
+    for p in pre.planned:
+        job = p.job
+        lid = lw.new_ledger_id(now())
+        after_ids = job.spec.after + tuple(
+            ids_by_group[g] for g in job.after_groups if g in ids_by_group
+        )
+        spec = dataclasses.replace(job.spec, comment=f"{lid} {pre.head}", after=after_ids)
+        script = root / JOBS_DIR / f"{lid}.sh"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
+        script.write_text(be.render(spec), encoding="utf-8")
+        overridden = next((v.override for v in p.verdicts if v.override), None)
+        charge = charging.job_charge(spec.resources, spec.time_s, page)
+        lw.append(
+            root,
+            [
+                lw.intent_record(
+                    ledger_id=lid,
+                    time=now(),
+                    campaign=pre.policy.name,
+                    backend=pre.name,
+                    stage=pre.stage,
+                    targets=job.targets,
+                    fingerprint=fingerprint.submission_fingerprint(pre.fingerprints, job.targets),
+                    fingerprints={t: pre.fingerprints[t] for t in job.targets},
+                    commit=pre.head,
+                    name=spec.name,
+                    manifest=pre.manifest,
+                    wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
+                    array=_array(spec),
+                    after=after_ids,
+                    override=overridden,
+                    charge=charge.record() if charge else None,
+                    stage_root=plan.stage_root(pre.stage),
+                    attempt=retry.attempt if retry else None,
+                    retry_of=list(retry.of) if retry else None,
+                )
+            ],
+        )
+        try:
+            out = call(be.submit_argv(str(script)))
+        except scheduler.OutcomeUnknown as exc:
+            record = lw.result_record(
+                ledger_id=lid, time=now(), job_id=None, outcome="unknown", reason=exc.message
+            )
+            lw.append(root, [record])
+            done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
+            return done, exc
+        except CampaignError as exc:
+            record = lw.result_record(ledger_id=lid, time=now(), job_id=None, error=exc.message)
+            lw.append(root, [record])
+            return done, exc
+        try:
+            job_id = be.parse_job_id(out.stdout)
+        except CampaignError as exc:
+            # The scheduler said yes in words we cannot read: the job may well be queued.
+            lw.append(
+                root,
+                [
+                    lw.result_record(
+                        ledger_id=lid,
+                        time=now(),
+                        job_id=None,
+                        outcome="unknown",
+                        reason=exc.message,
+                    )
+                ],
+            )
+            done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
+            return done, scheduler.OutcomeUnknown(
+                message=exc.message,
+                hint="campaign status --refresh finds the job by name and comment",
+            )
+        lw.append(
+            root,
+            [
+                lw.result_record(
+                    ledger_id=lid, time=now(), job_id=job_id, submitted=now(), state="PENDING"
+                )
+            ],
+        )
+        ids_by_group[job.group] = job_id
+        done.append(Submitted(ledger_id=lid, job_id=job_id, name=spec.name, targets=job.targets))
+    return done, None

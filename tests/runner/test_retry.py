@@ -1,0 +1,85 @@
+"""oom_retry: which OUT_OF_MEMORY targets are due for another attempt (runner.retry)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from campaignops import ledger
+from campaignops.runner import retry
+
+T0 = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
+MANIFEST = {"oom_retry": {"delay": 120, "max_attempts": 3}, "jobs": [{"id": "a"}, {"id": "b"}]}
+
+
+def _job(
+    lid: str, targets: list[str], tasks: dict[str, Any], *, attempt: int | None = None, **more: Any
+) -> list[dict[str, Any]]:
+    intent: dict[str, Any] = {
+        "v": 1,
+        "kind": "intent",
+        "ledger_id": lid,
+        "time": "2026-11-21T09:00:00Z",
+        "backend": "local",
+        "stage": "production",
+        "targets": targets,
+        "manifest": "manifests/m.yaml",
+    }
+    if attempt is not None:
+        intent["attempt"] = attempt
+    state = {"v": 1, "kind": "state", "ledger_id": lid, "time": "2026-11-21T09:59:00Z"}
+    state |= {"job_id": f"j-{lid}", "tasks": tasks, **more}
+    return [intent, state]
+
+
+def _ledger(*records: list[dict[str, Any]]) -> ledger.Ledger:
+    return ledger.parse("\n".join(json.dumps(r) for rs in records for r in rs) + "\n")
+
+
+def _pending(book: ledger.Ledger, now: dt.datetime, doc: Any = MANIFEST) -> Any:
+    return retry.pending(book.jobs, manifest=lambda rel: doc, now=now)
+
+
+OOM = {"state": "OUT_OF_MEMORY", "exit_code": 137, "ended": "2026-11-21T09:58:00Z"}
+DONE = {"state": "COMPLETED", "exit_code": 0, "ended": "2026-11-21T09:58:00Z"}
+
+
+def test_an_oom_target_is_due_after_the_delay_and_its_sibling_is_not() -> None:
+    book = _ledger(_job("L1", ["a", "b"], {"0": OOM, "1": DONE}, state="OUT_OF_MEMORY"))
+    waiting_due, waiting = _pending(book, T0.replace(hour=9, minute=59))
+    assert waiting_due == [] and [w.targets for w in waiting] == [("a",)]
+    (due,), later = _pending(book, T0)
+    assert later == []
+    assert (due.targets, due.attempt, due.of, due.stage) == (("a",), 2, ("L1",), "production")
+    assert due.at == T0  # ended 09:58 + 120 s
+
+
+def test_max_attempts_counts_the_first_attempt() -> None:
+    first = _job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY")
+    second = _job("L2", ["a"], {"0": OOM}, attempt=2, state="OUT_OF_MEMORY")
+    third = _job("L3", ["a"], {"0": OOM}, attempt=3, state="OUT_OF_MEMORY")
+    assert [d.attempt for d in _pending(_ledger(first, second), T0)[0]] == [3]
+    assert _pending(_ledger(first, second, third), T0) == ([], [])
+
+
+def test_a_later_submission_of_the_target_ends_the_chain() -> None:
+    oom = _job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY")
+    again = _job("L2", ["a"], {"0": DONE}, state="COMPLETED")
+    again[0]["time"] = "2026-11-21T09:30:00Z"  # submitted after the OOM attempt
+    assert _pending(_ledger(oom, again), T0) == ([], [])
+
+
+def test_no_retry_without_oom_retry_or_for_other_failures() -> None:
+    oom = _job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY")
+    assert _pending(_ledger(oom), T0, doc={"jobs": [{"id": "a"}]}) == ([], [])
+    assert _pending(_ledger(oom), T0, doc={"oom_retry": {"max_attempts": 1}}) == ([], [])
+    failed = {"state": "FAILED", "exit_code": 1, "ended": "2026-11-21T09:58:00Z"}
+    assert _pending(_ledger(_job("L1", ["a"], {"0": failed}, state="FAILED")), T0) == ([], [])
+
+
+def test_policy_reads_only_what_asks_for_a_retry() -> None:
+    assert retry.policy_of({"oom_retry": {"max_attempts": 3}}) == retry.Policy(3, 0.0)
+    assert retry.policy_of({"oom_retry": {"delay": 5, "max_attempts": 2}}) == retry.Policy(2, 5.0)
+    for doc in ({}, {"oom_retry": {"delay": 5}}, {"oom_retry": {"max_attempts": True}}, None):
+        assert retry.policy_of(doc) is None
