@@ -274,16 +274,18 @@ def test_prose_says_only_what_the_tool_enforces(
     case: tuple[dict[str, str], dict[str, str]],
 ) -> None:
     # campaign.yaml was "what campaign submit enforces" while budgets and smoke_max_minutes were
-    # accepted and ignored. The change that enforces one of them updates these sentences.
+    # accepted and ignored; now both are enforced, and the prose says where (budgets: on pages
+    # with a charging model).
     context, texts = case
     agents = " ".join(texts["AGENTS.md"].split())
     assert "it is what `campaign submit` enforces" not in agents
-    assert "but not yet the budgets or `stages.smoke_max_minutes`: keep those yourself" in agents
+    assert "rules (`stages.smoke_max_minutes` included)" in agents
+    assert "the budgets wherever a backend page has a `charging` block" in agents
     assert "manifest key that the runner does not run (MAN012)" in agents
     policy = render("campaign.yaml", context)
-    for line in ("budgets:", "smoke_max_minutes:"):
-        (found,) = [x for x in policy.splitlines() if x.strip().startswith(line)]
-        assert "# not checked yet" in found
+    assert "not checked yet" not in policy
+    (smoke,) = [x for x in policy.splitlines() if x.strip().startswith("smoke_max_minutes:")]
+    assert "refused by smoke_first" in smoke
     # The playbook explains the job script's own exit codes, as runner.script gives them.
     playbook = " ".join(texts["HPC_PLAYBOOK.md"].split())
     assert "Exit 96 or 97 is the job script's own check" in playbook

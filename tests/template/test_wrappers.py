@@ -186,8 +186,15 @@ def test_rendering_changes_nothing_but_the_manifest_backend(tmp_path: Path) -> N
 
 def test_a_hostile_smoke_backend_stays_one_inert_yaml_string(tmp_path: Path) -> None:
     hostile = 'x": y\n$(touch pwned) {{ 7*7 }} `id` \u00e9'
-    out = render(tmp_path / "r", smoke_backend=hostile)
+    # Without local among the backends the example smokes on smoke_backend, as given.
+    out = render(tmp_path / "r", smoke_backend=hostile, backends="alpine")
     assert yaml.safe_load((out / MANIFEST).read_text("utf-8"))["backend"] == hostile
+
+
+def test_the_example_smokes_on_local_whenever_the_campaign_authorizes_it(tmp_path: Path) -> None:
+    # A laptop can run the example of a multi-backend campaign: local, not the cluster.
+    out = render(tmp_path / "r", smoke_backend="alpine", backends="alpine,local")
+    assert yaml.safe_load((out / MANIFEST).read_text("utf-8"))["backend"] == "local"
 
 
 def test_scripts_are_executable_lf_and_shellcheck_clean(camp: Path) -> None:
