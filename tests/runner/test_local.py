@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from campaignops import walltime
-from campaignops.runner import local, localexec, localstate
+from campaignops.runner import local, localjobs, localstate
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
@@ -444,7 +444,7 @@ def test_an_executor_dead_before_its_first_write_reads_as_node_fail(
     script = tmp_path / "job.sh"
     script.write_text(local.render(spec(tmp_path, "true")))
     monkeypatch.setattr(sys, "executable", "/bin/false")
-    job_id = localexec.submit(root, script)
+    job_id = localjobs.submit(root, script)
     monkeypatch.undo()
     pid = int((root / job_id / local.STARTED_BY).read_text())
     wait_until("the executor to exit", lambda: not localstate.alive(pid))

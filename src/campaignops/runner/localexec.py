@@ -15,6 +15,10 @@ Files under the state root (``.campaign/local/``), one directory per job:
 - ``<id>/executor.pid``: the executor's pid, written by ``submit`` once it has started it;
 - ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
 
+This module is the executor (``run``: the task loop, limits, reaping) and the command line;
+``submit`` and ``cancel`` are in campaignops.runner.localjobs, the readers behind ``status`` and
+``siblings`` in campaignops.runner.localstate.
+
 ``submit`` starts ``run`` in a new session (``setsid``), so the executor is the leader of its
 own process group, which is what ``status`` probes with ``kill -0 -- -PGID``. On Linux the
 executor adopts its tasks' orphans (PR_SET_CHILD_SUBREAPER) and reaps them, so a task's group is
@@ -25,12 +29,9 @@ dependencies, lost executors, limits and signals are listed in campaignops.runne
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
-import fcntl
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -38,30 +39,20 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from campaignops.atomic import write_atomic
 from campaignops.errors import CampaignError
-from campaignops.runner.local import (
-    EXECUTOR,
-    JOB_ID,
-    STARTED_BY,
-    Directives,
-    LocalBackendError,
-    fold,
-    parse_directives,
+from campaignops.runner.local import EXECUTOR, Directives, fold, parse_directives
+from campaignops.runner.localjobs import (
+    cancel,
+    cancelled_tasks,
+    killpg,
+    now,
+    submit,
+    write_json,
 )
-from campaignops.runner.localstate import (
-    alive,
-    job_number,
-    list_jobs,
-    lost,
-    read_json,
-    started_by,
-    view,
-)
+from campaignops.runner.localstate import list_jobs, view
 from campaignops.runner.spec import FINISHED, TASK_INDEX
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
@@ -69,73 +60,6 @@ DEPENDENCY_TICK_S = 0.25
 FINAL_REAP_S = 1.0
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 Json = dict[str, Any]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _write(path: Path, data: Json) -> None:
-    write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-
-
-def _killpg(pgid: int | None, sig: int) -> None:
-    if pgid is not None and pgid > 1:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, sig)
-
-
-# --- submit ------------------------------------------------------------------------------------
-
-
-def _allocate(root: Path) -> str:
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / ".next-id", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-        # A counter that was lost or reset must never hand out a used number.
-        used = max(map(job_number, list_jobs(root)), default=0)
-        n = max(int(text) if text.isdigit() else 1, used + 1)
-        job_id = f"local-{n}-{secrets.token_hex(3)}"
-        (root / job_id).mkdir()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
-        os.fsync(fd)
-        return job_id
-    finally:
-        os.close(fd)
-
-
-def submit(root: Path, script: Path) -> str:
-    text = script.read_text(encoding="utf-8")
-    directives = parse_directives(text)
-    unknown = [p for p in directives.after if not (root / p / "job.json").exists()]
-    if unknown:
-        raise LocalBackendError(
-            message=f"job dependency problem: no local job {', '.join(unknown)}",
-            hint=f"afterok takes ids of jobs under {root}",
-        )
-    job_id = _allocate(root)
-    job_dir = root / job_id
-    write_atomic(job_dir / "script.sh", text.encode("utf-8"))
-    job: Json = {"job_id": job_id, "name": directives.name, "comment": directives.comment}
-    job |= {"timelimit": directives.time, "submitted": _now(), "size": directives.size}
-    _write(job_dir / "job.json", job)
-    with (job_dir / "executor.log").open("ab") as log:
-        # A new session: no terminal to hang up, a group of its own, and nothing tying it to us.
-        executor = subprocess.Popen(
-            [sys.executable, "-m", EXECUTOR, "run", "--state", str(root), job_id],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
-    # Its pid (= its group) before it writes anything: an executor that dies before its first
-    # state write is then seen as gone, instead of a job PENDING for ever.
-    write_atomic(job_dir / STARTED_BY, f"{executor.pid}\n".encode("ascii"))
-    return job_id
 
 
 # --- the executor ------------------------------------------------------------------------------
@@ -191,14 +115,14 @@ class _Executor:
         data |= {"exit_code": None, "elapsed_s": None, "tasks": [t.public() for t in self.tasks]}
         data |= end
         if data != self.last:  # unchanged state is not rewritten every tick
-            _write(self.dir / "state.json", data)
+            write_json(self.dir / "state.json", data)
             self.last = data
 
     def finish(self, reason: str | None = None) -> None:
         self.state, exit_code = fold([(t.state, t.exit_code) for t in self.tasks])
         self.reason = reason
         elapsed = None if self.t0 is None else round(time.time() - self.t0, 3)
-        self.save(ended=_now(), exit_code=exit_code, elapsed_s=elapsed)
+        self.save(ended=now(), exit_code=exit_code, elapsed_s=elapsed)
 
     def parents(self) -> str:
         states = [view(self.root, p)["state"] for p in self.d.after]
@@ -210,7 +134,7 @@ class _Executor:
         return "never" if any(ended_badly) else "wait"
 
     def start(self, task: _Task) -> None:
-        task.t0, task.started, task.state = time.monotonic(), _now(), "RUNNING"
+        task.t0, task.started, task.state = time.monotonic(), now(), "RUNNING"
         if self.t0 is None:
             self.t0, self.started, self.state = time.time(), task.started, "RUNNING"
         try:
@@ -226,14 +150,14 @@ class _Executor:
                 )
         except OSError as exc:
             print(f"task {task.index}: cannot start: {exc}", file=sys.stderr, flush=True)
-            task.state, task.ended, task.elapsed_s = "FAILED", _now(), 0.0
+            task.state, task.ended, task.elapsed_s = "FAILED", now(), 0.0
             return
         task.pgid = task.proc.pid
 
     def stop(self, task: _Task, why: str) -> None:
         if task.stop is None:
             task.stop, task.term_at = why, time.monotonic()
-            _killpg(task.pgid, signal.SIGTERM)
+            killpg(task.pgid, signal.SIGTERM)
 
     def tick(self, task: _Task) -> bool:
         """Advance one running task; True once it has ended."""
@@ -242,11 +166,11 @@ class _Executor:
         # whatever the task left behind in the group.
         flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
         if os.waitid(os.P_PID, task.pgid, flags) is not None:
-            _killpg(task.pgid, signal.SIGKILL)
+            killpg(task.pgid, signal.SIGKILL)
             code = task.proc.wait()
             task.exit_code = code if code >= 0 else 128 - code
             task.state = task.stop or ("COMPLETED" if code == 0 else "FAILED")
-            task.ended, task.elapsed_s = _now(), round(time.monotonic() - task.t0, 3)
+            task.ended, task.elapsed_s = now(), round(time.monotonic() - task.t0, 3)
             return True
         age = time.monotonic() - task.t0
         limit = self.d.time_s
@@ -259,7 +183,7 @@ class _Executor:
             self.stop(task, "TIMEOUT")
         if task.stop and not task.killed and time.monotonic() - task.term_at >= self.d.kill_wait_s:
             task.killed = True
-            _killpg(task.pgid, signal.SIGKILL)
+            killpg(task.pgid, signal.SIGKILL)
         return False
 
     def run(self) -> None:
@@ -355,73 +279,7 @@ def execute(root: Path, job_id: str) -> None:
     executor.run()
 
 
-# --- status, siblings, cancel ------------------------------------------------------------------
-
-
-TASK_CANCELS = "cancel-tasks"
-
-
-def cancelled_tasks(job_dir: Path) -> set[int]:
-    """The array tasks a ``cancel <id>_<index>`` asked to stop."""
-    try:
-        text = (job_dir / TASK_CANCELS).read_text(encoding="ascii")
-    except FileNotFoundError:
-        return set()
-    return {int(line) for line in text.split() if line.isdigit()}
-
-
-def cancel_task(root: Path, job_id: str, index: int) -> None:
-    """Cancel one array task: the executor stops it (or never starts it); with no executor
-    left, the task's end is written here."""
-    job_dir = root / job_id
-    size = int((read_json(job_dir / "job.json") or {}).get("size", 1))
-    if index >= size:
-        raise LocalBackendError(message=f"local job {job_id} has no task {index} (0-{size - 1})")
-    fd = os.open(job_dir / TASK_CANCELS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, f"{index}\n".encode("ascii"))  # one short append: never torn
-    finally:
-        os.close(fd)
-    state = read_json(job_dir / "state.json")
-    if state is None or state["state"] in FINISHED:
-        return
-    pid = state.get("executor_pid")
-    if pid is not None and alive(pid):
-        return  # it reads the request within a tick
-    tasks = state["tasks"]
-    for task in tasks:
-        if task["index"] == index and task["state"] not in FINISHED:
-            _killpg(task.get("pgid"), signal.SIGKILL)
-            task.update(state="CANCELLED", ended=_now())
-    _write(job_dir / "state.json", {**state, "tasks": tasks})
-
-
-def cancel(root: Path, job_id: str) -> None:
-    """Cancel a job (``<id>``) or one of its array tasks (``<id>_<index>``)."""
-    base, _, index = job_id.partition("_")
-    job_dir = root / base
-    if not JOB_ID.fullmatch(base) or not (job_dir / "job.json").exists():
-        raise LocalBackendError(message=f"no local job {base} under {root}")
-    if index:
-        if not index.isdigit():
-            raise LocalBackendError(message=f"{job_id!r} is not <job id>_<task index>")
-        cancel_task(root, base, int(index))
-        return
-    (job_dir / "cancel").touch()
-    state = read_json(job_dir / "state.json")
-    if state is not None and state["state"] in FINISHED:
-        return
-    pid = state.get("executor_pid") if state else started_by(job_dir / STARTED_BY)
-    if pid is None or alive(pid):
-        if state is not None:
-            _killpg(pid, signal.SIGTERM)
-        return  # or an executor still starting: it reads the request itself
-    # No executor left to do it (one that died before its first write has no tasks either).
-    state = state or {"state": "PENDING", "tasks": []}
-    for task in state["tasks"]:
-        if task["state"] not in FINISHED:
-            _killpg(task.get("pgid"), signal.SIGKILL)
-    _write(job_dir / "state.json", lost(state, "CANCELLED", "cancelled") | {"ended": _now()})
+# --- the command line --------------------------------------------------------------------------
 
 
 def _cmd_submit(args: argparse.Namespace) -> None:

@@ -1,8 +1,9 @@
 """The local backend's state files under ``.campaign/local/<id>/``, as readers see them.
 
-``localexec`` writes them (the layout is in its docstring); this module reads them for
-``status``, ``siblings``, dependency waits and ``cancel``: a job's view, whether its executor is
-still alive, and the end written on behalf of one that is gone.
+``localjobs`` (submit, cancel) and ``localexec`` (the executor) write them (the layout is in
+localexec's docstring); this module reads them for ``status``, ``siblings``, dependency waits
+and ``cancel``: a job's view, whether its executor is still alive, and the end written on
+behalf of one that is gone.
 """
 
 from __future__ import annotations
