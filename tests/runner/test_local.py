@@ -134,6 +134,7 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         "#LOCAL --time=1-02:30:00\n"
         "#LOCAL --signal=B:USR1@120\n"
         "#LOCAL --kill-wait=30\n"
+        "#LOCAL --mem=4G\n"
         "set -euo pipefail\n"
         "cd '/home/me/my campaign'\n"
         'export CAMPAIGN_TASK_INDEX="${CAMPAIGN_TASK_INDEX:-0}"\n'
@@ -221,9 +222,11 @@ def test_render_refuses_what_cannot_be_a_script(change: dict[str, Any], words: s
 
 def test_submit_refuses_unknown_directive_and_unknown_parent(root: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.sh"
-    bad.write_text("#!/bin/bash\n#LOCAL --job-name=x\n#LOCAL --chdir=/w\n#LOCAL --mem=4G\ntrue\n")
+    bad.write_text(
+        "#!/bin/bash\n#LOCAL --job-name=x\n#LOCAL --chdir=/w\n#LOCAL --partition=gpu\ntrue\n"
+    )
     out = subprocess.run(local.submit_argv(str(bad), state_root=str(root)), capture_output=True)
-    assert out.returncode == 1 and b"unknown directive '#LOCAL --mem=4G'" in out.stderr
+    assert out.returncode == 1 and b"unknown directive '#LOCAL --partition=gpu'" in out.stderr
     orphan = local.render(spec(tmp_path, "true", after=("local-404",)))
     bad.write_text(orphan)
     out = subprocess.run(local.submit_argv(str(bad), state_root=str(root)), capture_output=True)

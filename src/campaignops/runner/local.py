@@ -24,8 +24,12 @@ Decisions that differ from a real scheduler (see the backend page, backends/loca
 - Each task runs in a session of its own, so a limit or a cancel hits one task. The job's handle
   is the executor's group (``executor_pid`` in state.json): ``kill -TERM -- -PGID`` on it cancels
   every task (TERM, then KILL after kill-wait); a KILL there would orphan the tasks.
-- Memory, CPUs and GPUs are not enforced (no cgroups here): OUT_OF_MEMORY never appears, and mail
-  and requeue do not apply. An array without a cap runs at most ``os.cpu_count()`` tasks at once.
+- Memory is enforced as Slurm does without cgroups (jobacct_gather's OverMemoryKill): the
+  resident memory of the task's process group is read from /proc once a second, and a task over
+  its ``resources.mem`` (``#LOCAL --mem=``, Slurm's units: a bare number is MiB) is killed at
+  once and ends OUT_OF_MEMORY (exit 137), which the manifest's ``oom_retry`` retries. A spike
+  shorter than a second can pass. CPUs and GPUs are not enforced, and mail and requeue do not
+  apply. An array without a cap runs at most ``os.cpu_count()`` tasks at once.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ class Directives:
     time: str | None = None  # [D-]HH:MM:SS (walltime.for_local)
     warning: tuple[str, int] | None = None  # (signal name, seconds before the limit)
     kill_wait_s: int = KILL_WAIT_S
+    mem_bytes: int | None = None  # per task
 
     @property
     def time_s(self) -> int | None:
@@ -102,6 +107,9 @@ def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
         if spec.warning_seconds:
             lines.append(("signal", f"B:{WARNING_SIGNAL}@{spec.warning_seconds}"))
     lines.append(("kill-wait", str(KILL_WAIT_S)))
+    if spec.resources.mem is not None:
+        mem_bytes(spec.resources.mem)  # refused here, not by the executor later
+        lines.append(("mem", str(spec.resources.mem)))
     for key, value in lines:
         if not value or "\n" in value or "\r" in value:
             raise LocalBackendError(
@@ -165,6 +173,20 @@ def _signal(value: str) -> dict[str, Any]:
     return {"warning": (match[1], int(match[2]))}
 
 
+_MEM = re.compile(r"([0-9]+)([KMGT]?)B?", re.IGNORECASE)
+_MEM_UNITS = {"": 1024**2, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def mem_bytes(text: str) -> int:
+    """A manifest's ``resources.mem`` in bytes, as Slurm reads ``--mem`` (a bare number: MiB)."""
+    match = _MEM.fullmatch(str(text).strip())
+    if match is None or int(match[1]) == 0:
+        raise LocalBackendError(
+            message=f"resources.mem {text!r} is not <n>[K|M|G|T]", hint="e.g. 4G, or 512M"
+        )
+    return int(match[1]) * _MEM_UNITS[match[2].upper()]
+
+
 def _time(value: str) -> dict[str, Any]:
     try:
         walltime.parse(value)
@@ -183,6 +205,7 @@ _DIRECTIVES: dict[str, Callable[[str], dict[str, Any]]] = {
     "time": _time,
     "signal": _signal,
     "kill-wait": lambda v: {"kill_wait_s": int(v)},
+    "mem": lambda v: {"mem_bytes": mem_bytes(v)},
 }
 
 

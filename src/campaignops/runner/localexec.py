@@ -56,6 +56,7 @@ from campaignops.runner.localstate import list_jobs, view
 from campaignops.runner.spec import FINISHED, TASK_INDEX
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
+MEM_TICK_S = 1.0  # how often a task's memory is read (a /proc walk)
 DEPENDENCY_TICK_S = 0.25
 FINAL_REAP_S = 1.0
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
@@ -83,6 +84,7 @@ class _Task:
     stop: str | None = None  # TIMEOUT or CANCELLED once TERM went out
     term_at: float = 0.0
     killed: bool = False
+    mem_checked: float = 0.0
 
     def public(self) -> Json:
         keys = ("index", "state", "exit_code", "pgid", "started", "ended", "elapsed_s")
@@ -181,10 +183,26 @@ class _Executor:
                 os.kill(task.pgid, signal.Signals[f"SIG{name}"])  # the batch shell only
         if limit is not None and age >= limit:
             self.stop(task, "TIMEOUT")
+        self.police_memory(task)
         if task.stop and not task.killed and time.monotonic() - task.term_at >= self.d.kill_wait_s:
             task.killed = True
             killpg(task.pgid, signal.SIGKILL)
         return False
+
+    def police_memory(self, task: _Task) -> None:
+        """Kill a task whose process group holds more resident memory than its limit, at once
+        (as Slurm's OverMemoryKill does without cgroups): it ends OUT_OF_MEMORY."""
+        cap = self.d.mem_bytes
+        if cap is None or task.killed or task.pgid is None:
+            return
+        clock = time.monotonic()
+        if clock - task.mem_checked < MEM_TICK_S:
+            return
+        task.mem_checked = clock
+        if group_rss(task.pgid) > cap:
+            task.stop, task.killed = "OUT_OF_MEMORY", True
+            print(f"task {task.index}: over its memory limit ({cap} bytes): killed", flush=True)
+            killpg(task.pgid, signal.SIGKILL)
 
     def run(self) -> None:
         self.save()
@@ -224,6 +242,24 @@ class _Executor:
             time.sleep(TICK_S)
         _reap_adopted(FINAL_REAP_S)
         self.finish("cancelled" if self.cancelled() else None)
+
+
+def group_rss(pgid: int) -> int:
+    """Resident bytes of every process in the group ``pgid`` (from /proc; 0 where there is
+    none, e.g. macOS: memory is then not enforced)."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    proc = Path("/proc")
+    total = 0
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+            if int(fields[2]) == pgid:  # state, ppid, pgrp, ... after the command's ")"
+                total += int((entry / "statm").read_bytes().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return total
 
 
 def _become_subreaper() -> None:

@@ -1,0 +1,77 @@
+"""A task runs out of memory; the manifest's oom_retry submits it again after its delay.
+
+On the local backend, whose executor enforces resources.mem as Slurm does without cgroups (the
+task's resident memory, read once a second): a task over its limit is killed and ends
+OUT_OF_MEMORY.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tests.scenarios.conftest import Life
+
+# The first attempt grabs 300 MiB against a 100 MiB limit; a retry (the marker is there) needs
+# little. ALWAYS grabs it on every attempt.
+HUNGRY = """\
+resources: {time: "00:05:00", mem: 100M}
+oom_retry: {delay: 1, max_attempts: MAX}
+jobs:
+  - id: hungry
+    cmd: >-
+      mkdir -p "$CAMPAIGN_OUT" && python3 -c "import os, sys, time;
+      seen = os.path.exists(sys.argv[1]); open(sys.argv[1], 'a').close();
+      big = b'x' * (300 << 20) if ALWAYS or not seen else b'';
+      time.sleep(5 if big else 0); open(sys.argv[2], 'w').write('done')"
+      "$CAMPAIGN_OUT/marker" "$CAMPAIGN_OUT/out.txt"
+    output: "${CAMPAIGN_OUT}/out.txt"
+"""
+
+
+def _settled(life: Life, *, jobs: int, timeout: float = 90) -> None:
+    """Refresh until ``jobs`` jobs are recorded and every one has ended (the retry included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        life.run("status", "--refresh")
+        found = life.jobs()
+        if len(found) == jobs and all(
+            j.state and j.state != "RUNNING" and j.state != "PENDING" for j in found
+        ):
+            return
+        time.sleep(0.5)
+    raise AssertionError([dict(j.record) for j in life.jobs()])
+
+
+def test_an_oom_task_is_retried_after_its_delay_and_then_completes(camp, run) -> None:  # type: ignore[no-untyped-def]
+    life = Life(root=camp, backend="local", run=run)
+    life.write("manifests/hungry.yaml", HUNGRY.replace("MAX", "2").replace("ALWAYS", "False"))
+    assert life.submit("manifests/hungry.yaml", "smoke").code == 0
+    first = life.wait()
+    task = first.task("hungry")
+    assert task is not None and (task.state, task.exit_code) == ("OUT_OF_MEMORY", 137)
+    assert (
+        "over its memory limit"
+        in (camp / ".campaign/local").joinpath(str(first.job_id), "executor.log").read_text()
+    )
+    _settled(life, jobs=2)
+    again = life.jobs()[-1]
+    assert (again.state, again.exit_code) == ("COMPLETED", 0)
+    assert again.record["attempt"] == 2 and again.record["retry_of"] == [first.ledger_id]
+    assert again.targets == ("hungry",) and again.stage == "smoke"
+    assert (camp / "runs/smoke/out.txt").read_text() == "done"
+    # Nothing left to retry: the chain ended in a success.
+    refreshed = life.run("status", "--refresh")
+    assert "retried after OUT_OF_MEMORY" not in refreshed.err and len(life.jobs()) == 2
+
+
+def test_retries_stop_at_max_attempts(camp, run) -> None:  # type: ignore[no-untyped-def]
+    life = Life(root=camp, backend="local", run=run)
+    life.write("manifests/hungry.yaml", HUNGRY.replace("MAX", "2").replace("ALWAYS", "True"))
+    assert life.submit("manifests/hungry.yaml", "smoke").code == 0
+    life.wait()
+    _settled(life, jobs=2)
+    states = [(j.state, j.record.get("attempt", 1)) for j in life.jobs()]
+    assert states == [("OUT_OF_MEMORY", 1), ("OUT_OF_MEMORY", 2)]
+    time.sleep(1.5)  # past the delay: a third attempt would be due now, were one allowed
+    refreshed = life.run("status", "--refresh")
+    assert len(life.jobs()) == 2 and "retried" not in refreshed.err  # the second was the last
