@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from campaignops import walltime
-from campaignops.runner import pbs
+from campaignops.runner import pbs, qstat
 from campaignops.runner.spec import JobSpec, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
@@ -387,7 +387,7 @@ def epoch(iso: str | None) -> float:
 
 def test_parse_states_walltime_kill_recorded_aurora() -> None:
     """Exit_status -29 (JOB_EXEC_KILL_WALLTIME), substate 93: TIMEOUT, as sacct says."""
-    job = pbs.parse_states([AURORA_FINISHED.read_text()], zone=CDT)["6617175" + AURORA]
+    job = qstat.parse_states([AURORA_FINISHED.read_text()], zone=CDT)["6617175" + AURORA]
     assert (job.state, job.exit_code, job.name) == ("TIMEOUT", -29, "aurora_plinko_mov_r2_sim5")
     assert (job.elapsed_s, job.timelimit, job.max_rss) == (21684, "06:00:00", "151384560K")
     assert job.submitted == "2025-07-20T11:46:27-05:00"  # ctime; qtime is a second later
@@ -396,7 +396,7 @@ def test_parse_states_walltime_kill_recorded_aurora() -> None:
 
 
 def test_parse_states_completed_recorded_aurora() -> None:
-    jobs = pbs.parse_states([AURORA_FINISHED.read_text()], zone=CDT)
+    jobs = qstat.parse_states([AURORA_FINISHED.read_text()], zone=CDT)
     job = jobs["6631289" + AURORA]
     assert (job.state, job.exit_code, job.elapsed_s, job.max_rss) == (
         "COMPLETED",
@@ -412,7 +412,7 @@ def test_parse_states_completed_recorded_aurora() -> None:
 def test_parse_states_queued_held_and_deleted_recorded_aurora() -> None:
     """Q and H (even "too many failed attempts to run") are PENDING; a job deleted before it
     ran (F, substate 91, no Exit_status) is CANCELLED, ended when it left the queue."""
-    jobs = pbs.parse_states([AURORA_QUEUED.read_text()], zone=CDT)
+    jobs = qstat.parse_states([AURORA_QUEUED.read_text()], zone=CDT)
     states = {key.split(".")[0]: job.state for key, job in jobs.items()}
     assert states == {
         "4345644": "PENDING", "4349862": "PENDING", "4683812": "PENDING",
@@ -425,7 +425,7 @@ def test_parse_states_queued_held_and_deleted_recorded_aurora() -> None:
 
 
 def test_parse_states_running_recorded_metacentrum() -> None:
-    jobs = pbs.parse_states([METACENTRUM_RUNNING.read_text()], zone=CEST)
+    jobs = qstat.parse_states([METACENTRUM_RUNNING.read_text()], zone=CEST)
     job = jobs["12860476.meta-pbs.metacentrum.cz"]
     assert (job.state, job.exit_code, job.ended, job.name) == ("RUNNING", None, None, "swrap_01")
     assert (job.submitted, job.started) == (
@@ -444,21 +444,21 @@ def test_parse_siblings_recorded_aurora() -> None:
 
 
 def test_unreadable_qstat_output_is_an_error_recorded_polaris_qsub() -> None:
-    with pytest.raises(pbs.PbsOutputError, match="no JSON") as info:
-        pbs.parse_states([POLARIS_QSUB.read_text()])
+    with pytest.raises(qstat.PbsOutputError, match="no JSON") as info:
+        qstat.parse_states([POLARIS_QSUB.read_text()])
     assert info.value.exit_code == 2
 
 
 def test_fold_takes_the_worst_subjob_recorded_aurora() -> None:
     """No recorded array exists; real finished records stand as its subjobs."""
-    jobs = pbs.parse_states([AURORA_FINISHED.read_text()], zone=CDT)
+    jobs = qstat.parse_states([AURORA_FINISHED.read_text()], zone=CDT)
     timeout, completed = jobs["6617175" + AURORA], jobs["6631289" + AURORA]
     held = jobs["4905472" + AURORA]
-    array = pbs.fold(completed, [completed, timeout])
+    array = qstat.fold(completed, [completed, timeout])
     assert (array.state, array.exit_code, array.elapsed_s, array.max_rss) == (
         "TIMEOUT", -29, 21684, "151384560K",
     )  # fmt: skip
     assert array.job_id == completed.job_id and array.ended == completed.ended
-    running = pbs.fold(held, [held, completed])
+    running = qstat.fold(held, [held, completed])
     assert (running.state, running.exit_code, running.ended) == ("RUNNING", None, None)
-    assert pbs.fold(held, [held]).state == "PENDING"
+    assert qstat.fold(held, [held]).state == "PENDING"

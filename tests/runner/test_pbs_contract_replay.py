@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.runner import pbs, scheduler
-from campaignops.runner.spec import JobSpec, Resources
+from campaignops.runner import pbs, qstat, scheduler
+from campaignops.runner.spec import JobSpec, JobState, Resources
 from tests.runner.pbs_contract import BIN, STATE_ENV, cycle
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -60,8 +60,8 @@ def submit(tmp_path: Path, job: JobSpec) -> str:
     return pbs.parse_job_id(proc.stdout)
 
 
-def states(ids: list[str]) -> dict[str, pbs.JobState]:
-    return pbs.parse_states([scheduler.call(argv).stdout for argv in pbs.query_argvs(ids)])
+def states(ids: list[str]) -> dict[str, JobState]:
+    return qstat.parse_states([scheduler.call(argv).stdout for argv in pbs.query_argvs(ids)])
 
 
 # --- what qsub accepts ----------------------------------------------------------------------
@@ -216,7 +216,7 @@ def test_an_unknown_id_is_left_out_and_qstat_fails_contract_replay(
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert proc.returncode == 15001 & 0xFF
     assert proc.stderr == f"qstat: Unknown Job Id 999.{SERVER}\n"
-    assert list(pbs.parse_states([proc.stdout])) == [known]
+    assert list(qstat.parse_states([proc.stdout])) == [known]
 
 
 # --- the replay's shape is the recorded one -------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from campaignops import walltime
-from campaignops.runner import slurm
+from campaignops.runner import sacct, slurm
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
@@ -325,7 +325,7 @@ def submit(job: JobSpec, *extra: str) -> str:
 
 
 def query(ids: Sequence[str]) -> dict[str, JobState]:
-    return slurm.parse_states([sh(*argv) for argv in slurm.query_argvs(ids)])
+    return sacct.parse_states([sh(*argv) for argv in slurm.query_argvs(ids)])
 
 
 def wait_for(
@@ -477,7 +477,7 @@ def test_failed_parent_leaves_its_child_pending_forever(slow_jobs: Any) -> None:
 
     def never(_: Mapping[str, JobState]) -> bool:
         squeue = sh(*slurm.query_argvs([orphan])[1])
-        return slurm.parse_reasons(squeue).get(orphan) == "DependencyNeverSatisfied"
+        return sacct.parse_reasons(squeue).get(orphan) == "DependencyNeverSatisfied"
 
     assert wait_for([orphan], never)[orphan].state == "PENDING"
     sh("scancel", orphan)
@@ -535,16 +535,16 @@ def test_sibling_query_and_lookup_find_a_pending_job_by_name(
     names = ["demo.held.production", "demo.held.smoke"]
     found = slurm.parse_siblings(sh(*slurm.sibling_argv(names)), names)
     assert [(j.job_id, j.state, j.comment) for j in found] == [(job_id, "PENDING", "L-9 f00")]
-    looked = slurm.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    looked = sacct.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
     assert (looked[job_id].state, looked[job_id].comment) == ("PENDING", "L-9 f00")
     sh("scancel", job_id)
     wait_for([job_id])
     assert slurm.parse_siblings(sh(*slurm.sibling_argv(names)), names) == ()
     # Once it has ended the lookup still finds it (sacct), which is how a lost result of a
     # finished job is recovered (tests/scenarios: a lost result found after the job ended).
-    ids = slurm.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
+    ids = sacct.parse_states([sh(*argv) for argv in slurm.lookup_argvs(names)])
     assert list(ids) == [job_id]
-    ended = slurm.parse_states([sh(*argv) for argv in slurm.query_argvs(ids)])
+    ended = sacct.parse_states([sh(*argv) for argv in slurm.query_argvs(ids)])
     assert ended[job_id].state == "CANCELLED"
 
 

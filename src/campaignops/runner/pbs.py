@@ -1,4 +1,9 @@
-"""The PBS Pro backend (ALCF Polaris and Crux): a qsub script, and what qsub and qstat print.
+"""The PBS Pro backend (ALCF Polaris and Crux): the qsub script, and the qsub, qstat, qselect
+and qdel calls.
+
+What ``qstat -f -F json`` answers is read in qstat.py (job_state, fold, parse_states); its
+parse_states and PbsOutputError are re-exported here, so this module is the whole
+``backends.Backend``.
 
 Sources: OpenPBS (github.com/openpbs/openpbs: man pages, C source), ALCF's user guides
 (github.com/argonne-lcf/user-guides, docs/running-jobs/), real output in tests/runner/recorded/.
@@ -25,9 +30,7 @@ Where PBS differs from Slurm:
 - Job ids stay whole (``3117548.polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov``): qstat's JSON
   keys jobs by the whole id, and ``afterok`` takes it as is.
 - qstat prints ``ctime(3)`` times in its own zone: queries run it with ``TZ=UTC0``.
-- Per-task truth: ``qstat -x -t`` lists each subjob (``<n>[<i>].<server>``, job_state X once
-  ended) with its own ``Exit_status``, ``stime`` and ``obittime``; parse_states keeps them as
-  the array's ``tasks``, and folds them into the array's state.
+- ``qstat -x -t``: finished jobs too, and each subjob of an array (qstat.py reads them).
 - qstat refuses ``-u`` with ``-F json`` (qstat.c "conflict"): siblings come from the whole
   queue (``qstat -f -F json -t``), and a job whose result record was lost is found by name with
   ``qselect -x -N <name>`` (ids only), then queried like any other.
@@ -35,30 +38,27 @@ Where PBS differs from Slurm:
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone, tzinfo
-from types import MappingProxyType
-from typing import Any
+from collections.abc import Iterable, Sequence
+from datetime import timezone, tzinfo
 
 from campaignops import walltime
 from campaignops.errors import CampaignError
-from campaignops.runner import scheduler, script
-from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, live, worst
+from campaignops.runner import qstat, scheduler, script
+
+# Re-exported: backends.Backend asks this module for parse_states; callers catch one error.
+from campaignops.runner.qstat import PbsOutputError as PbsOutputError
+from campaignops.runner.qstat import parse_states as parse_states
+from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, live
 
 NAME = "pbs"
 # Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).
 TRANSIENT = scheduler.transient("pbs_connect", "cannot connect to server")
 NAME_MAX = 230
-COMMENT_VAR = "CAMPAIGN_COMMENT"
 WARNING_SIGNAL = "USR1"  # the local backend's too
 QSTAT = ["env", "TZ=UTC0", "qstat"]
-SUBSTATE_TERMINATED = 91  # job.h: deleted (qdel) before or while it ran
-SUBSTATE_FAILED = 93  # job.h: ended on a PBS error (Exit_status < 0)
 
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+")
 _MEM = re.compile(r"([0-9]+)(?:\.([0-9]+))?([KMGT]?)B?", re.IGNORECASE)
@@ -77,43 +77,12 @@ _FORMS: dict[str, tuple[re.Pattern[str], str]] = {
     "log directory": (re.compile(r"/[A-Za-z0-9_.@+=/~-]*"), "an absolute path, no space or ':'"),
     "environment name": (re.compile(r"[A-Za-z_][A-Za-z0-9_]*"), "a shell variable name"),
 }
-_SUBJOB = re.compile(r"([0-9]+)\[([0-9]+)\](.*)")
-_CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) +([0-9]{1,2}) ([0-9:]{8}) ([0-9]{4})")
-_MONTHS = {  # ctime(3)'s month names (C locale), as qstat prints them
-    "Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,
-    "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10, "Nov": 11, "Dec": 12,
-}  # fmt: skip
-_SIZE = re.compile(r"([0-9]+)(b|kb|mb|gb|tb|pb)", re.IGNORECASE)
-_KIB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3, "pb": 1024**4}
-
-# job_state letters (job.h JOB_STATE_LTR_*) of jobs that have not finished.
-_LIVE = {
-    "Q": "PENDING", "H": "PENDING", "W": "PENDING", "T": "PENDING",
-    "R": "RUNNING", "E": "RUNNING", "B": "RUNNING", "S": "RUNNING", "U": "RUNNING",
-    "M": "UNKNOWN",  # moved to another server: its state is there, not here
-}  # fmt: skip
-# Exit_status of a finished job (job.h JOB_EXEC_*); any other value but 0 is FAILED.
-_EXIT = {
-    0: "COMPLETED",
-    -29: "TIMEOUT",  # JOB_EXEC_KILL_WALLTIME
-    -27: "OUT_OF_MEMORY",  # JOB_EXEC_KILL_MEM
-    -26: "OUT_OF_MEMORY",  # JOB_EXEC_KILL_VMEM
-    -11: "NODE_FAIL",  # JOB_EXEC_RERUN
-    -14: "NODE_FAIL",  # JOB_EXEC_RERUN_SIS_FAIL
-    -20: "NODE_FAIL",  # JOB_EXEC_RERUN_MS_FAIL
-}
 
 
 class PbsRefusal(CampaignError):
     """A job PBS Pro would reject (name, walltime, resources), refused before qsub sees it."""
 
     exit_code = 1
-
-
-class PbsOutputError(CampaignError):
-    """qsub or qstat printed something this backend cannot read."""
-
-    exit_code = 2
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -140,12 +109,6 @@ def check_name(name: str) -> str:
             hint="rename the campaign, target or stage so <campaign>.<target>.<stage> fits",
         )
     return name
-
-
-def _seconds(clock: str) -> int:
-    """qstat's ``HH:MM:SS`` (hours past 24 kept) in seconds."""
-    hours, minutes, seconds = (int(part) for part in clock.split(":"))
-    return (hours * 60 + minutes) * 60 + seconds
 
 
 def pbs_size(text: str) -> str:
@@ -204,7 +167,7 @@ def _directives(spec: JobSpec) -> list[str]:
         "-k doe",
         *(["-m ae", f"-M {_valid('mail address', spec.mail_user)}"] if spec.mail_user else []),
         "-r y" if spec.requeue or spec.is_array else "-r n",
-        *([f"-v {COMMENT_VAR}={':'.join(words)}"] if words else []),
+        *([f"-v {qstat.COMMENT_VAR}={':'.join(words)}"] if words else []),
     ]
     return [f"#PBS {line}" for line in lines]
 
@@ -316,7 +279,7 @@ def cancel_argv(job_ids: Iterable[str]) -> list[str]:
     """ONE qdel: whole jobs (``123.server``, an array ``123[].server``) or subjobs
     (``123[4].server``)."""
     ids = list(job_ids)
-    bad = [j for j in ids if not (_FORMS["job id"][0].fullmatch(j) or _SUBJOB.fullmatch(j))]
+    bad = [j for j in ids if not (_FORMS["job id"][0].fullmatch(j) or qstat.SUBJOB_ID.fullmatch(j))]
     if bad:
         raise PbsOutputError(message=f"{bad[0]!r} is not a PBS job or subjob id")
     return ["qdel", *ids]
@@ -334,143 +297,6 @@ def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs"
     """``-o <log_dir>/``: PBS names the file ``<job or subjob id>.OU`` (not the job name)."""
     del name  # every backend's signature; PBS names logs by id alone
     return f"{log_dir}/{job_id if index is None else task_id(job_id, index)}.OU"
-
-
-# --- reading qstat -f -F json ---------------------------------------------------------------
-
-
-def _jobs(stdout: str) -> dict[str, dict[str, Any]]:
-    if not stdout.strip():
-        return {}  # qstat prints its JSON last (qstat.c): nothing printed, nothing known
-    try:
-        # strict=False: qstat does not escape control characters in values (openpbs#2541).
-        doc = json.loads(stdout, strict=False)
-    except ValueError as exc:
-        raise PbsOutputError(message=f"qstat printed no JSON: {exc}") from None
-    jobs = doc.get("Jobs", {}) if isinstance(doc, dict) else None  # no "Jobs": none matched
-    if not isinstance(jobs, dict):
-        raise PbsOutputError(message=f"qstat JSON has no job table: {stdout[:200]!r}")
-    return {k: v for k, v in jobs.items() if isinstance(v, dict)}
-
-
-def _table(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = job.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _iso(value: object, zone: tzinfo) -> str | None:
-    """A ctime(3) date (``Tue Oct  4 21:23:20 2022``) in ``zone`` as ISO 8601 with its offset."""
-    match = _CTIME.fullmatch(value.strip()) if isinstance(value, str) else None
-    if match is None or match[1] not in _MONTHS:
-        return None  # a date this parser does not know reads as unknown, not as an error
-    hour, minute, second = (int(part) for part in match[3].split(":"))
-    when = datetime(int(match[4]), _MONTHS[match[1]], int(match[2]), hour, minute, second)
-    return when.replace(tzinfo=zone).isoformat()
-
-
-def _clock_s(value: object) -> int | None:
-    ok = isinstance(value, str) and re.fullmatch(r"[0-9]+:[0-5][0-9]:[0-5][0-9]", value)
-    return _seconds(value) if ok and isinstance(value, str) else _int(value)
-
-
-def _slurm_clock(total: int | None) -> str | None:
-    return None if total is None or total < 0 else walltime.for_slurm(total)
-
-
-def _kib(value: object) -> str | None:
-    """PBS's ``151384560kb`` (or ``8gb``) in KiB as Slurm writes it: ``151384560K``."""
-    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    return None if match is None else f"{int(int(match[1]) * _KIB[match[2].lower()])}K"
-
-
-def finished_state(job: Mapping[str, Any]) -> str:
-    """The Slurm state of a job whose ``job_state`` is F (or X, a finished subjob)."""
-    substate, code = _int(job.get("substate")), _int(job.get("Exit_status"))
-    if substate == SUBSTATE_TERMINATED:
-        return "CANCELLED"  # qdel'd by its user, an operator, or a scheduler preempting it
-    if code is None:
-        return "FAILED" if substate == SUBSTATE_FAILED else "UNKNOWN"
-    return _EXIT.get(code, "FAILED")
-
-
-def job_state(job_id: str, job: Mapping[str, Any], zone: tzinfo) -> JobState:
-    """One qstat record as a JobState (Slurm's state names, times ISO 8601 in ``zone``)."""
-    done = job.get("job_state") in ("F", "X")
-    used, asked = _table(job, "resources_used"), _table(job, "Resource_List")
-    comment = _table(job, "Variable_List").get(COMMENT_VAR)
-    name = job.get("Job_Name")
-    return JobState(
-        job_id=job_id,
-        state=finished_state(job) if done else _LIVE.get(str(job.get("job_state")), "UNKNOWN"),
-        exit_code=_int(job.get("Exit_status")),
-        name=name if isinstance(name, str) else None,
-        comment=comment.replace(":", " ") if isinstance(comment, str) else None,
-        # ctime, not qtime: qtime restarts when a routing queue (Polaris prod) moves the job.
-        submitted=_iso(job.get("ctime") or job.get("qtime"), zone),
-        started=_iso(job.get("stime"), zone),
-        # A job deleted before it ran has no obittime: it left the queue at its last mtime.
-        ended=_iso(job.get("obittime") or (job.get("mtime") if done else None), zone),
-        elapsed_s=_clock_s(used.get("walltime")),
-        max_rss=_kib(used.get("mem")),  # summed over the job's nodes, unlike Slurm's MaxRSS
-        req_mem=_kib(asked.get("mem")),
-        timelimit=_slurm_clock(_clock_s(asked.get("walltime"))),
-    )
-
-
-def _index(state: JobState) -> int:
-    return -1 if state.task is None else state.task
-
-
-def fold(parent: JobState, subjobs: Sequence[JobState]) -> JobState:
-    """A whole array from its parent's record and its subjobs' records (``qstat -t``): the
-    folded state as the array's, and each subjob with an index as its own task."""
-    states = [s.state for s in subjobs]
-    finished = parent.state in FINISHED or all(s in FINISHED for s in states)
-    codes = [s.exit_code for s in subjobs if s.exit_code is not None]
-    if finished:
-        state = worst(states)
-    else:
-        state = "PENDING" if all(s == "PENDING" for s in states) else "RUNNING"
-    rss = [int(s.max_rss[:-1]) for s in subjobs if s.max_rss]
-    return dataclasses.replace(
-        parent,
-        state=state,
-        exit_code=next((c for c in codes if c != 0), 0 if codes else None) if finished else None,
-        started=parent.started or min((s.started for s in subjobs if s.started), default=None),
-        ended=parent.ended if finished else None,
-        elapsed_s=max((s.elapsed_s for s in subjobs if s.elapsed_s is not None), default=None),
-        max_rss=f"{max(rss)}K" if rss else None,  # the limits are per subjob: report the largest
-        tasks=MappingProxyType(
-            {s.task: s for s in sorted(subjobs, key=_index) if s.task is not None}
-        ),
-    )
-
-
-def parse_states(outputs: Sequence[str], *, zone: tzinfo = timezone.utc) -> dict[str, JobState]:
-    """Every job and array in the outputs, by id. An array's subjobs (``<n>[<i>].<server>``,
-    ``qstat -t``) are folded into its state and kept, each with its own state, exit code and
-    times, in its ``tasks`` by index (``task`` = i); a single job has no ``tasks``.
-
-    ``zone`` is where qstat ran: UTC for query_argvs (``TZ=UTC0``), or a recording's own zone.
-    """
-    records: dict[str, JobState] = {}
-    subjobs: dict[str, list[JobState]] = {}
-    for out in outputs:
-        for key, job in _jobs(out).items():
-            match = _SUBJOB.fullmatch(key)
-            if match:
-                parent = f"{match[1]}[]{match[3]}"
-                task = dataclasses.replace(job_state(key, job, zone), task=int(match[2]))
-                subjobs.setdefault(parent, []).append(task)
-            else:
-                records[key] = job_state(key, job, zone)
-    return {k: fold(s, subjobs[k]) if k in subjobs else s for k, s in records.items()}
 
 
 def parse_siblings(

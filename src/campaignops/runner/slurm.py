@@ -1,21 +1,16 @@
-"""The Slurm backend: an sbatch script, and what sbatch, sacct and squeue print.
+"""The Slurm backend: the sbatch script, and the sbatch, sacct, squeue and scancel calls.
 
-Checked on a real cluster (Slurm 22.05: dev/slurm_cluster.py, tests/runner/test_slurm.py):
+What sacct and squeue answer is read in sacct.py (parse_states, the state map, times and
+memory); parse_states and SlurmOutputError are re-exported here, so this module is the whole
+``backends.Backend``. Checked on a real cluster (Slurm 22.05: dev/slurm_cluster.py,
+tests/runner/test_slurm.py):
 
 - sbatch reads a double-quoted ``#SBATCH`` value whole (spaces, ``'``, ``#``): free text is
   quoted; ``"``, ``\\`` and control characters are refused, as is any value that could not be
   one argument. Job names are ``[A-Za-z0-9_.+-]``: squeue/sacct take them as a comma list.
-- Times: both print local time without a zone; ``SLURM_TIME_FORMAT=%s`` gives epoch seconds
-  (a ``%z`` in a longer format is dropped), written back as ISO 8601 in ``zone``.
-- ``sacct -j`` (from the epoch, held jobs included), without ``-X``: MaxRSS is on the steps.
-  The comment is there only with ``AccountingStoreFlags=job_comment``; squeue shows it anyway.
-  sacct lags slurmctld by seconds, per task: a task without its final record (or with the
-  ``allocation`` row slurmdbd makes before the job's start record, no Timelimit) is not done.
-- ``squeue -r -t all``: every task slurmctld still holds (finished ones for MinJobAge), so a
-  job is finished only when sacct has each of them. ``-j <one id>`` fails once the job is
-  purged, a list never does: a lone id is given twice.
-- sacct shows a batch exit status over 128 less 128 (``exit 138`` is ``10:0``); a death by
-  signal is ``0:<signal>``, read here as 128+signal.
+- Queries run under ``SLURM_TIME_FORMAT=%s`` (epoch seconds: sacct.py says why).
+- ``squeue -j <one id>`` fails once the job is purged, a list never does: a lone id is given
+  twice.
 - ``--signal=B:USR1@N`` reaches the batch shell only, which passes it on (runner.script); with
   ``--requeue`` the script requeues the job when the task then fails (Slurm holds a requeued
   job ~2 minutes before it may start again).
@@ -27,24 +22,21 @@ import dataclasses
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, tzinfo
-from types import MappingProxyType
+from collections.abc import Iterable, Sequence
 
 from campaignops import walltime
 from campaignops.errors import CampaignError
-from campaignops.runner import scheduler, script
-from campaignops.runner.spec import FINISHED, TASK_INDEX, JobSpec, JobState, Resources, live
-from campaignops.runner.spec import worst as spec_worst
+from campaignops.runner import sacct, scheduler, script
+
+# Re-exported: backends.Backend asks this module for parse_states; callers catch one error.
+from campaignops.runner.sacct import SlurmOutputError as SlurmOutputError
+from campaignops.runner.sacct import parse_states as parse_states
+from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, Resources, live
 
 NAME = "slurm"
 WARNING_SIGNAL = script.WARNING_SIGNAL
 # Errors worth retrying: slurmctld busy or restarting (sbatch/squeue say so in these words).
 TRANSIENT = scheduler.transient("unable to contact slurm controller", "communication failure")
-# Comment last: it may hold "|".
-SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "Comment")  # fmt: skip
-# Array (or job) id, task index, state, reason, name, submit, start, limit, comment.
-SQUEUE_FORMAT = "%F|%K|%T|%r|%j|%V|%S|%l|%k"
 EPOCH_TIMES = ["env", "SLURM_TIME_FORMAT=%s"]
 
 _SAFE = re.compile(r"[A-Za-z0-9_.,/:=@%+~-]+")  # needs no quotes on an #SBATCH line
@@ -67,31 +59,12 @@ _FORMS: dict[str, tuple[re.Pattern[str], str]] = {
     "work directory": (re.compile(r"/[^%]*"), "an absolute path without %"),
     "log directory": (re.compile(r"[^%]+"), "a path without % (sbatch expands it)"),
 }
-# Every Slurm state (sacct's and squeue's) as one of STATES.
-_STATES = {
-    "PENDING": "PENDING", "REQUEUED": "PENDING", "REQUEUE_HOLD": "PENDING",
-    "REQUEUE_FED": "PENDING", "RESV_DEL_HOLD": "PENDING",
-    "RUNNING": "RUNNING", "CONFIGURING": "RUNNING", "COMPLETING": "RUNNING",
-    "RESIZING": "RUNNING", "SUSPENDED": "RUNNING", "STOPPED": "RUNNING",
-    "SIGNALING": "RUNNING", "STAGE_OUT": "RUNNING",
-    "COMPLETED": "COMPLETED", "FAILED": "FAILED", "SPECIAL_EXIT": "FAILED",
-    "TIMEOUT": "TIMEOUT", "DEADLINE": "TIMEOUT", "OUT_OF_MEMORY": "OUT_OF_MEMORY",
-    "CANCELLED": "CANCELLED", "REVOKED": "CANCELLED", "PREEMPTED": "PREEMPTED",
-    "NODE_FAIL": "NODE_FAIL", "BOOT_FAIL": "NODE_FAIL",
-}  # fmt: skip
-_NO_VALUE = {"", "Unknown", "None", "N/A", "(null)"}
-_UNITS = {"": 1, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3, "P": 1024**4}
-_JOB_ID = re.compile(r"([0-9]+)(?:_(?:([0-9]+)|\[[^\]]*\]))?(?:\+[0-9]+)?(?:\.(.+))?")
 
 
 class SlurmRefusal(CampaignError):
     """A value that cannot go on an #SBATCH line (or a request Slurm has no words for)."""
 
     exit_code = 1
-
-
-class SlurmOutputError(CampaignError):
-    """sbatch, sacct or squeue printed something this module cannot read."""
 
 
 def _valid(what: str, value: object) -> str:
@@ -241,10 +214,10 @@ def query_argvs(job_ids: Iterable[str]) -> list[list[str]]:
     """ONE sacct (every job ever, steps included) and ONE squeue (what slurmctld still holds,
     finished tasks too, one line per array task: it knows a task has ended before sacct does)."""
     ids = _ids(job_ids)
-    fields = ",".join(SACCT_FIELDS)
+    fields = ",".join(sacct.SACCT_FIELDS)
     return [
         [*EPOCH_TIMES, "sacct", "-P", "-n", f"--format={fields}", "-j", ids],
-        [*EPOCH_TIMES, "squeue", "-h", "-r", "-t", "all", "-o", SQUEUE_FORMAT, "-j", ids],
+        [*EPOCH_TIMES, "squeue", "-h", "-r", "-t", "all", "-o", sacct.SQUEUE_FORMAT, "-j", ids],
     ]
 
 
@@ -253,7 +226,7 @@ def sibling_argv(names: Iterable[str]) -> list[str]:
     The no_sibling gate matches them to targets by job id through the ledger, and by name for
     jobs another clone submitted."""
     del names  # matched by the gate; the argument keeps every backend's signature
-    return [*EPOCH_TIMES, "squeue", "-h", "-r", "--me", "-o", SQUEUE_FORMAT]
+    return [*EPOCH_TIMES, "squeue", "-h", "-r", "--me", "-o", sacct.SQUEUE_FORMAT]
 
 
 def parse_live(stdout: str) -> tuple[JobState, ...]:
@@ -266,11 +239,11 @@ def lookup_argvs(names: Iterable[str], *, since: str = "now-30days") -> list[lis
     query_argvs' formats so parse_states reads them: sacct since ``since`` (steps included, for
     MaxRSS), and squeue for held or dependent jobs, which sacct's window leaves out."""
     wanted = ",".join(_valid("job name", n) for n in names)
-    fields = ",".join(SACCT_FIELDS)
+    fields = ",".join(sacct.SACCT_FIELDS)
     return [
         [*EPOCH_TIMES, "sacct", "-P", "-n", f"--format={fields}", f"--name={wanted}",
          f"--starttime={since}"],
-        [*EPOCH_TIMES, "squeue", "-h", "-r", "-t", "all", "-o", SQUEUE_FORMAT, f"--name={wanted}"],
+        [*EPOCH_TIMES, "squeue", "-h", "-r", "-t", "all", "-o", sacct.SQUEUE_FORMAT, f"--name={wanted}"],
     ]  # fmt: skip
 
 
@@ -297,182 +270,6 @@ def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs"
     """The ``--output`` the script asks for (``%x-%j.out``, an array task ``%x-%A_%a.out``),
     relative to the work directory; ``index`` None for a single job."""
     return f"{log_dir}/{name}-{job_id}" + ("" if index is None else f"_{index}") + ".out"
-
-
-def _row_id(text: str) -> tuple[str, str | None, str | None]:
-    """``12``, ``12_3``, ``12_[4-9%2]``, ``12.batch`` → (array/job id, task, step)."""
-    match = _JOB_ID.fullmatch(text.strip())
-    if match is None:
-        raise SlurmOutputError(message=f"{text!r} is not a Slurm job id")
-    return match[1], match[2], match[3]
-
-
-def _state(text: str) -> str:
-    return _STATES.get(text.split(" ")[0].rstrip("+"), "UNKNOWN")  # "CANCELLED by 0"
-
-
-def _iso(text: str, zone: tzinfo | None) -> str | None:
-    if text in _NO_VALUE or not text.isdigit() or text == "0":
-        return None
-    when = datetime.fromtimestamp(int(text), tz=zone)
-    return (when if zone else when.astimezone()).isoformat()
-
-
-def _seconds(text: str) -> float | None:
-    """``[D-][HH:]MM:SS`` → seconds."""
-    match = re.fullmatch(r"(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+)", text)
-    if match is None:
-        return None
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
-
-
-def _kib(text: str | None) -> float:
-    match = re.fullmatch(r"([0-9.]+)([KMGTP]?)", text or "")
-    return float(match[1]) * _UNITS[match[2]] if match else -1.0
-
-
-def _exit(text: str) -> int | None:
-    """``3:0`` → 3; ``0:9`` (killed by signal 9) → 137, as a shell reports it."""
-    match = re.fullmatch(r"([0-9]+):([0-9]+)", text)
-    if match is None:
-        return None
-    code, sig = int(match[1]), int(match[2])
-    return code if code or not sig else 128 + sig
-
-
-Tasks = dict[str, dict[int, JobState]]  # array/job id → task index (-1: not an array) → state
-
-
-def _sacct_rows(stdout: str, zone: tzinfo | None) -> Tasks:
-    """Allocation rows by array/job id and task; steps lend their MaxRSS."""
-    rows: list[tuple[str, str | None, dict[str, str]]] = []
-    rss: dict[tuple[str, str | None], str] = {}
-    for line in stdout.splitlines():
-        if not line.strip():
-            continue
-        cells = line.split("|", len(SACCT_FIELDS) - 1)
-        if len(cells) != len(SACCT_FIELDS):
-            raise SlurmOutputError(message=f"sacct printed {line[:200]!r}: not {SACCT_FIELDS}")
-        f = dict(zip(SACCT_FIELDS, cells, strict=True))
-        job, task, step = _row_id(f["JobID"])
-        if step is None:
-            rows.append((job, task, f))
-        elif _kib(f["MaxRSS"]) > _kib(rss.get((job, task))):
-            rss[(job, task)] = f["MaxRSS"]  # the largest step (.batch, .0, ...) of the task
-    tasks: Tasks = {}
-    for job, task, f in rows:
-        # A short job's row can come before slurmdbd has its start record (~5 s): named
-        # "allocation", no Timelimit, ReqMem "16?". Such a task is not yet accounted.
-        if not f["Timelimit"]:
-            continue
-        state = _state(f["State"])
-        done = state in FINISHED
-        tasks.setdefault(job, {})[-1 if task is None else int(task)] = JobState(
-            job_id=job,
-            state=state,
-            exit_code=_exit(f["ExitCode"]) if done else None,
-            name=f["JobName"] or None,
-            comment=f["Comment"] or None,
-            submitted=_iso(f["Submit"], zone),
-            started=_iso(f["Start"], zone),
-            ended=_iso(f["End"], zone) if done else None,
-            elapsed_s=_seconds(f["Elapsed"]),
-            max_rss=rss.get((job, task)),
-            req_mem=f["ReqMem"] or None,
-            timelimit=f["Timelimit"],
-        )
-    return tasks
-
-
-def fold(tasks: Mapping[int, JobState]) -> JobState:
-    """One job, or a whole array from its tasks: the worst state when all have finished, with
-    the exit code of its first task in that state; RUNNING while any runs; else PENDING."""
-    ordered = [tasks[i] for i in sorted(tasks)]
-    first, states = ordered[0], [s.state for s in ordered]
-    finished = all(s in FINISHED for s in states)
-    if finished:
-        worst = spec_worst(states)
-        code = next(s.exit_code for s in ordered if s.state == worst)
-    else:
-        worst, code = ("PENDING" if all(s == "PENDING" for s in states) else "RUNNING"), None
-    rss = max((s.max_rss for s in ordered if s.max_rss), key=_kib, default=None)
-    return dataclasses.replace(
-        first,
-        state=worst,
-        exit_code=code,
-        submitted=min((s.submitted for s in ordered if s.submitted), default=None),
-        started=min((s.started for s in ordered if s.started), default=None),
-        ended=max((s.ended for s in ordered if s.ended), default=None) if finished else None,
-        elapsed_s=max((s.elapsed_s for s in ordered if s.elapsed_s is not None), default=None),
-        max_rss=rss,  # the limits are per task: report the largest
-        tasks=MappingProxyType(
-            {i: dataclasses.replace(tasks[i], task=i) for i in sorted(tasks) if i >= 0}
-        ),
-    )
-
-
-def _squeue_rows(stdout: str, zone: tzinfo | None) -> tuple[Tasks, dict[str, str]]:
-    """Tasks by array/job id as slurmctld has them, and the reason each job waits (or ran)."""
-    tasks: Tasks = {}
-    reasons: dict[str, str] = {}
-    for line in stdout.splitlines():
-        if not line.strip():
-            continue
-        row = line.split("|", 8)
-        if len(row) != 9:
-            raise SlurmOutputError(message=f"squeue printed {line[:200]!r}: not 9 fields")
-        job, task, state, reason, name, submit, start, limit, comment = row
-        now = _state(state)
-        tasks.setdefault(job, {})[int(task) if task.isdigit() else -1] = JobState(
-            job_id=job,
-            state=now,
-            name=name or None,
-            comment=None if comment in _NO_VALUE else comment,
-            submitted=_iso(submit, zone),
-            started=_iso(start, zone) if now not in ("PENDING", "UNKNOWN") else None,
-            timelimit=limit or None,
-        )
-        if now == "PENDING" or job not in reasons:
-            reasons[job] = reason  # a waiting task says why the array is not done
-    return tasks, reasons
-
-
-def _merge(accounted: JobState | None, now: JobState) -> JobState | None:
-    """A task as slurmctld (``now``) and sacct (``accounted``) see it; None: sacct's stands."""
-    if now.state in FINISHED:
-        if accounted is not None and accounted.state in FINISHED:
-            return None
-        # Ended, but sacct has not the final record yet: not finished for the ledger either.
-        now = dataclasses.replace(now, state="RUNNING")
-    if accounted is None:
-        return now
-    return dataclasses.replace(accounted, state=now.state, exit_code=None, ended=None)
-
-
-def parse_states(outputs: Sequence[str], *, zone: tzinfo | None = None) -> dict[str, JobState]:
-    """Every job and array in query_argvs' outputs (sacct's, then squeue's), by id.
-
-    A job is finished once sacct has the final record of each task slurmctld knows of (sacct
-    lags by seconds, more for arrays, and leaves out jobs not yet eligible); slurmctld decides
-    while a task is live. Times are ISO 8601 in ``zone`` (None: this machine's zone).
-    """
-    tasks = _sacct_rows(outputs[0], zone)
-    live = _squeue_rows(outputs[1], zone)[0] if len(outputs) > 1 else {}
-    for job, known in live.items():
-        mine = tasks.setdefault(job, {})
-        if any(i >= 0 for i in known):
-            mine.pop(-1, None)  # sacct's folded pending row ("12_[4-9]"): squeue lists each
-        for index, now in known.items():
-            merged = _merge(mine.get(index), now)
-            if merged is not None:
-                mine[index] = merged
-    return {job: fold(t) for job, t in tasks.items() if t}
-
-
-def parse_reasons(stdout: str) -> dict[str, str]:
-    """squeue's reason per job or array (``Dependency``, ``DependencyNeverSatisfied``)."""
-    return _squeue_rows(stdout, None)[1]
 
 
 def parse_siblings(stdout: str, names: Iterable[str]) -> tuple[JobState, ...]:
