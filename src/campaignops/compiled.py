@@ -125,6 +125,10 @@ def _maximum(value: Any, _: _Compiler) -> Check:
     return lambda x: not _is_number(x) or bool(x <= value)
 
 
+def _exclusive_minimum(value: Any, _: _Compiler) -> Check:
+    return lambda x: not _is_number(x) or bool(x > value)
+
+
 def _items(value: Any, c: _Compiler) -> Check:
     item = c.compile(value)
     return _on(list, lambda x: all(map(item, x)))
@@ -164,6 +168,7 @@ KEYWORDS: Mapping[str, Callable[[Any, _Compiler], Check]] = {
     "maxLength": lambda v, _: _on(str, lambda x: len(x) <= v),
     "minimum": _minimum,
     "maximum": _maximum,
+    "exclusiveMinimum": _exclusive_minimum,
     "minItems": lambda v, _: _on(list, lambda x: len(x) >= v),
     "uniqueItems": lambda v, _: _on(list, _unique) if v else (lambda x: True),
     "items": _items,

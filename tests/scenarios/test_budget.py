@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from campaignops import ledger
-from campaignops.runner import local
+from campaignops.runner import local, localstate
 from tests.conftest import git
 
 NAPS = """\
@@ -63,7 +63,7 @@ def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no
     git(root, "commit", "-qm", "a priced local machine, two naps")
     yield root
     state = root / ".campaign/local"
-    for job_id in local.list_jobs(state):
+    for job_id in localstate.list_jobs(state):
         subprocess.run(local.cancel_argv([job_id], state_root=str(state)), check=False)
 
 

@@ -69,7 +69,9 @@ def shown_script(out: str) -> str:
 
 def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
     head = git(camp, "rev-parse", "HEAD").strip()
-    dry = run("submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run")
+    # The example smokes on local where the campaign authorizes it: PBS is asked for.
+    pbs_argv = ("submit", "manifests/example.yaml", "--backend", "generic-pbs")
+    dry = run(*pbs_argv, "--stage", "smoke", "--dry-run")
     assert dry.code == 0, dry.err
     assert "dry run: nothing submitted; a submit would pass every gate" in dry.out
     commands = [
@@ -115,7 +117,7 @@ def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, ru
     # The shown script is what qsub accepts: the replay takes it as it stands.
     (camp / "preview.sh").write_text(shown_script(dry.out))
     assert pbs.parse_job_id(scheduler.call(["qsub", str(camp / "preview.sh")]).stdout)
-    refused = run("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
+    refused = run(*pbs_argv, "--stage", "production", "--dry-run")
     assert refused.code == 1 and "gate smoke_first  REFUSE" in refused.out
     assert "#PBS -N pb.example.production" in shown_script(refused.out)
 
