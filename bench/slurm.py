@@ -99,9 +99,8 @@ def submit_a_queue(work: Path, n: int) -> tuple[float, list[str], str]:
     git(camp, "commit", "-qm", "a queue of cells")
     count = Counter()
     t0 = time.perf_counter()
-    outcome = submit.submit(
-        root=camp, manifest="manifests/bench-queue.yaml", stage="smoke", call=count
-    )
+    ask = submit.Ask(manifest="manifests/bench-queue.yaml", stage="smoke")
+    outcome = submit.submit(root=camp, ask=ask, call=count)
     elapsed = time.perf_counter() - t0
     return elapsed, count.calls, outcome.submitted[0].job_id
 

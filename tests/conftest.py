@@ -62,6 +62,17 @@ def campaign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def demo(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
+    """A campaign from `campaign new demo --defaults` (require_pushed off), as the current
+    directory: what a new user has after the README's first command."""
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
+    root = tmp_path / "demo"
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
 def run(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
     """Run `campaign ARGS…` in-process; `check` gets --today pinned unless given."""
 

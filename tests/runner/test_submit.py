@@ -24,12 +24,8 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch) -> Path:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
-    root = tmp_path / "demo"
-    monkeypatch.chdir(root)
-    return root
+def camp(demo: Path) -> Path:
+    return demo
 
 
 def records(root: Path) -> list[dict[str, object]]:

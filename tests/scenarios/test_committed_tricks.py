@@ -21,12 +21,8 @@ QUEUE = "manifests/example-queue.yaml"
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
-    root = tmp_path / "demo"
-    monkeypatch.chdir(root)
-    return root
+def camp(demo: Path) -> Path:
+    return demo
 
 
 def commit(root: Path, message: str) -> None:

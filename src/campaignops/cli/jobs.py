@@ -28,18 +28,17 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     manifest = layout.root_relative(
         args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
     )
-    result = submit.submit(
-        root=root,
+    ask = submit.Ask(
         manifest=manifest,
         stage=args.stage,
-        targets=args.targets,
+        targets=tuple(args.targets),
         backend=args.backend,
         after=args.after,
         dry_run=args.dry_run,
         override=args.override,
-        commit=args.commit,
         failed=args.failed,
     )
+    result = submit.submit(root=root, ask=ask, commit=args.commit)
     if result.note:
         print(result.note, file=out)
         return 0

@@ -247,10 +247,12 @@ def _retry_oom(
         try:
             outcome = submit.submit(
                 root=root,
-                manifest=entry.manifest,
-                stage=entry.stage,
-                targets=entry.targets,
-                backend=entry.backend,
+                ask=submit.Ask(
+                    manifest=entry.manifest,
+                    stage=entry.stage,
+                    targets=entry.targets,
+                    backend=entry.backend,
+                ),
                 retry=submit.Retry(attempt=entry.attempt, of=entry.of),
                 now=now,
                 call=call,

@@ -122,20 +122,24 @@ def _reach(be: backends.Backend, name: str, call: Call, *, dry_run: bool) -> tup
         ) from None
 
 
-def preflight(
-    *,
-    root: Path,
-    manifest: str,
-    stage: str,
-    targets: Sequence[str] = (),
-    backend: str | None = None,
-    after: str | None = None,
-    dry_run: bool = False,
-    override: str | None = None,
-    failed: bool = False,
-    call: Call = scheduler.call,
-) -> Preflight | None:
+@dataclass(frozen=True)
+class Ask:
+    """What a user asks ``campaign submit`` for (its arguments, as the CLI parsed them)."""
+
+    manifest: str  # relative to the campaign root
+    stage: str
+    targets: tuple[str, ...] = ()  # none: every target of the manifest
+    backend: str | None = None  # none: the manifest's, else smoke_backend, else the first
+    after: str | None = None  # a job id the first phase waits for (afterok)
+    dry_run: bool = False
+    override: str | None = None  # the reason that passes a tripped breaker or budget
+    failed: bool = False  # only the targets whose latest attempt at the stage failed
+
+
+def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
     """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
+    manifest, stage, targets, backend = ask.manifest, ask.stage, ask.targets, ask.backend
+    after, dry_run, override, failed = ask.after, ask.dry_run, ask.override, ask.failed
     _, policy_doc = _yaml(root, layout.POLICY_FILE)
     policy = policy_mod.from_data(policy_doc)
     if layout.QUEUE in layout.kinds_of(manifest, policy.globs):
@@ -269,39 +273,22 @@ def preflight(
 def submit(
     *,
     root: Path,
-    manifest: str,
-    stage: str,
-    targets: Sequence[str] = (),
-    backend: str | None = None,
-    after: str | None = None,
-    dry_run: bool = False,
-    override: str | None = None,
+    ask: Ask,
     commit: bool = False,
-    failed: bool = False,
     retry: Retry | None = None,
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     call: Call = scheduler.call,
 ) -> Outcome:
-    with held(root, wait=not dry_run):
-        pre = preflight(
-            root=root,
-            manifest=manifest,
-            stage=stage,
-            targets=targets,
-            backend=backend,
-            after=after,
-            dry_run=dry_run,
-            override=override,
-            failed=failed,
-            call=call,
-        )
+    """Preflight and execute under the campaign's submit lock (a dry run: the preflight only)."""
+    with held(root, wait=not ask.dry_run):
+        pre = preflight(root=root, ask=ask, call=call)
         if pre is None:
             return Outcome(
-                backend=backend or "",
+                backend=ask.backend or "",
                 planned=(),
-                note=f"nothing to resubmit: no target's latest {stage} ended without success",
+                note=f"nothing to resubmit: no target's latest {ask.stage} ended without success",
             )
-        if dry_run:
+        if ask.dry_run:
             return Outcome(backend=pre.name, planned=pre.planned, unreachable=pre.unreachable)
         for p in pre.planned:
             gates.require(p.verdicts)
