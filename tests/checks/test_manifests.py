@@ -95,7 +95,7 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
         (rel, 4, "MAN012"),  # conda
         (rel, 6, "MAN012"),  # ssh
         (rel, 13, "MAN013"),  # preconditions[0].path: {N}
-        (rel, 15, "MAN012"),  # gpus
+        # gpus (line 15) is run: one GPU per task, the list's length caps the array.
         (rel, 17, "MAN012"),  # gpu_free_threshold_mib
         # oom_retry (line 18) is run: status --refresh resubmits OUT_OF_MEMORY targets.
     ]
@@ -109,7 +109,7 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
         "submit refuses the manifest while it holds the key"
     )
     assert 18 not in by_line
-    assert "resources.gpus: N" in str(by_line[15]["hint"])
+    assert 15 not in by_line
     assert "every task runs from the campaign checkout" in str(by_line[3]["message"])
     assert by_line[13]["message"] == (
         "preconditions[0]: path 'checkpoints/transformer/pcc_softmax_L96_K500_N{N}_"
@@ -124,7 +124,6 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
         ("conda_hook: /opt/conda/bin/conda\n", "conda_hook"),
         ("analyze_on_complete: true\n", "analyze_on_complete"),
         ("stage: production\n", "stage"),
-        ("gpus: 2\n", "gpus"),
         ("cwd: /elsewhere\n", "cwd"),
     ],
 )
@@ -145,6 +144,7 @@ def test_each_key_not_run_is_a_finding(campaign: Path, run, text: str, key: str)
         "oom_retry: {delay: 60, max_attempts: 3}\n",  # run: status --refresh retries
         "gpus: []\n",
         "gpus: 0\n",
+        "gpus: [0, 1, 2, 3]\n",  # run: one GPU per task, four at once
     ],
 )
 def test_a_key_asking_for_what_the_runner_does_anyway_is_silent(

@@ -247,3 +247,17 @@ def test_a_queue_smoke_arg_that_is_not_a_line_field_is_refused() -> None:
             cells=queuefile.parse(QUEUE_TEXT).cells,
         )
     assert "smoke.args may only set epochs, not 'steps'" in info.value.message
+
+
+def test_the_experiment_queue_gpu_list_is_one_gpu_per_task_and_caps_the_array() -> None:
+    text = 'gpus: [0, 1, 2]\nmax_parallel: 8\ngrid: {s: [1, 2, 3, 4, 5]}\ntemplate: {id: "s${s}", cmd: "true"}\n'
+    (job,) = plan.plan(
+        doc=doc(text), manifest_path="m.yaml", stage="production", policy=POLICY, workdir="/c"
+    )
+    assert (job.spec.resources.gpus, job.spec.max_parallel, job.spec.array) == (1, 3, "0-4%3")
+    # A resources layer that names gpus wins: here the smoke runs on the CPU.
+    smoke = text + "smoke: {resources: {gpus: 0}}\n"
+    (cpu,) = plan.plan(
+        doc=doc(smoke), manifest_path="m.yaml", stage="smoke", policy=POLICY, workdir="/c"
+    )
+    assert cpu.spec.resources.gpus == 0

@@ -245,3 +245,25 @@ def test_a_task_that_exits_0_without_its_output_is_failed_output_missing(life: L
     life.commit("smoke done")
     refused = life.submit("manifests/outputs.yaml", "production", "--targets", "forgets")
     assert refused.code == 1 and "smoke_first" in refused.err
+
+
+LONG_SMOKE = """\
+resources: {time: "10:00:00", mem: 100M}
+smoke:
+  args: {epochs: 1}
+  resources: {time: "SMOKE"}
+jobs:
+  - {id: long, cmd: "echo run", args: {epochs: 100}}
+"""
+
+
+def test_a_smoke_longer_than_smoke_max_minutes_is_refused(camp, run) -> None:  # type: ignore[no-untyped-def]
+    life = Life(root=camp, backend="local", run=run)
+    life.write("manifests/long.yaml", LONG_SMOKE.replace("SMOKE", "05:00:00"))
+    refused = life.submit("manifests/long.yaml", "smoke")
+    assert refused.code == 1 and "smoke_first" in refused.err
+    # Both numbers: the smoke's limit and the policy's cap (campaign.yaml: 30 minutes).
+    assert "300 min (18000 s), over stages.smoke_max_minutes 30" in refused.err
+    assert life.jobs() == ()
+    life.write("manifests/long.yaml", LONG_SMOKE.replace("SMOKE", "00:20"))
+    assert life.submit("manifests/long.yaml", "smoke").code == 0

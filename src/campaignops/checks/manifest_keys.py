@@ -58,11 +58,6 @@ NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
             _SSH,
             "name an authorized backend in backend:",
         ),
-        "gpus": NotRun(
-            "no GPU indices are assigned to tasks",
-            "not yet: issue 8 makes it the backend's GPU request",
-            "request GPUs per task with resources.gpus: N",
-        ),
         "gpu_free_threshold_mib": NotRun(
             "GPU memory is not polled before a task starts",
             _SSH,
@@ -105,8 +100,6 @@ def _asks_nothing(key: str, value: Any) -> bool:
         return isinstance(value, str) and posixpath.normpath(value) == "."
     if key == "analyze_on_complete":
         return value is False
-    if key == "gpus":
-        return value in ([], 0)
     return False
 
 

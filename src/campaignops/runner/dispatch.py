@@ -11,7 +11,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from campaignops import lockfile
 from campaignops.errors import CampaignError
@@ -38,12 +38,6 @@ class Submitted:
     job_id: str | None  # None: the outcome is unknown (the call timed out)
     name: str
     targets: tuple[str, ...]
-
-
-def _array(spec: Any) -> str | None:
-    if not spec.is_array:
-        return None
-    return f"0-{len(spec.tasks) - 1}" + (f"%{spec.max_parallel}" if spec.max_parallel else "")
 
 
 def execute(
@@ -90,7 +84,7 @@ def execute(
                     name=spec.name,
                     manifest=pre.manifest,
                     wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
-                    array=_array(spec),
+                    array=spec.array,
                     after=after_ids,
                     override=overridden,
                     charge=charge.record() if charge else None,

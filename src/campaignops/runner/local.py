@@ -98,8 +98,7 @@ def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
     if spec.comment:
         lines.append(("comment", spec.comment))
     if spec.is_array or spec.max_parallel:
-        cap = f"%{spec.max_parallel}" if spec.max_parallel else ""
-        lines.append(("array", f"0-{len(spec.tasks) - 1}{cap}"))
+        lines.append(("array", spec.array or f"0-0%{spec.max_parallel}"))
     if spec.after:
         lines.append(("dependency", "afterok:" + ":".join(spec.after)))
     if spec.time_s is not None:

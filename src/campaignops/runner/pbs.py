@@ -150,7 +150,6 @@ def _directives(spec: JobSpec) -> list[str]:
     log_dir = posixpath.normpath(posixpath.join(spec.workdir, spec.log_dir))
     if spec.max_parallel is not None and spec.max_parallel < 1:
         raise PbsRefusal(message=f"max_parallel {spec.max_parallel} < 1", hint="use 1 or more")
-    cap = f"%{spec.max_parallel}" if spec.max_parallel else ""
     words = [_valid("comment word", w) for w in spec.comment.split()]
     after = ":".join(_valid("job id", j) for j in spec.after)
     lines = [
@@ -160,7 +159,7 @@ def _directives(spec: JobSpec) -> list[str]:
         *_chunk(spec),
         *([f"-l walltime={walltime.for_pbs(spec.time_s)}"] if spec.time_s is not None else []),
         *([f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []),
-        *([f"-J 0-{len(spec.tasks) - 1}{cap}"] if spec.is_array else []),
+        *([f"-J {spec.array}"] if spec.array is not None else []),
         *([f"-W depend=afterok:{after}"] if after else []),
         f"-o {_valid('log directory', log_dir)}/",
         "-j oe",

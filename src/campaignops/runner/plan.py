@@ -86,9 +86,32 @@ def resources_for(doc: Mapping[str, Any], phase: str | None, stage: str) -> Reso
         ),
         None,
     )
-    return _resources(
-        doc.get("resources"), own, smoke.get("resources") if stage == "smoke" else None
-    )
+    layers: list[Mapping[str, Any] | None] = [
+        doc.get("resources"),
+        own,
+        smoke.get("resources") if stage == "smoke" else None,
+    ]
+    if gpu_pool(doc) and not any(isinstance(x, Mapping) and "gpus" in x for x in layers):
+        # The experiment-queue's GPU list runs one task per GPU: each task asks for one.
+        layers.insert(0, {"gpus": 1})
+    return _resources(*layers)
+
+
+def gpu_pool(doc: Mapping[str, Any]) -> int:
+    """How many GPUs the experiment-queue's top-level ``gpus`` names (a list of indices, or a
+    count): each task gets one, and no more tasks than that run at once."""
+    found = doc.get("gpus")
+    if isinstance(found, list):
+        return len(found)
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 0
+
+
+def max_parallel(doc: Mapping[str, Any], policy: Policy) -> int | None:
+    """The array's %C: the manifest's max_parallel, else the policy's, never above the GPU
+    pool a top-level ``gpus`` names."""
+    asked = doc.get("max_parallel") or policy.max_parallel
+    pool = gpu_pool(doc)
+    return min(asked, pool) if asked and pool else (asked or pool or None)
 
 
 def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any]) -> str:
@@ -183,7 +206,7 @@ def plan(
             workdir=workdir,
             tasks=tasks,
             resources=resources,
-            max_parallel=doc.get("max_parallel") or policy.max_parallel,
+            max_parallel=max_parallel(doc, policy),
             mail_user=policy.notify_email,
             warning_seconds=warning(policy.warning_seconds, resources.time),
             requeue=policy.requeue,

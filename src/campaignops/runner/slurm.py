@@ -125,9 +125,10 @@ def _directives(spec: JobSpec) -> list[str]:
         f"--output={_text('log directory', output)}",
         f"--chdir={_text('work directory', _valid('work directory', spec.workdir))}",
     ]
-    if spec.is_array:
-        cap = "" if spec.max_parallel is None else f"%{_count('max_parallel', spec.max_parallel)}"
-        out.append(f"--array=0-{len(spec.tasks) - 1}{cap}")
+    if spec.array is not None:
+        if spec.max_parallel is not None:
+            _count("max_parallel", spec.max_parallel)
+        out.append(f"--array={spec.array}")
     if spec.after:
         out.append("--dependency=afterok:" + ":".join(_valid("job id", j) for j in spec.after))
     out.append("--mail-type=END,FAIL")

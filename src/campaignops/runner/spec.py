@@ -98,6 +98,15 @@ class JobSpec:
     def is_array(self) -> bool:
         return len(self.tasks) > 1
 
+    @property
+    def array(self) -> str | None:
+        """The array's indices and cap, ``0-N[%C]`` (Slurm's --array, PBS's -J, the ledger's
+        ``array``), or None for a job of one task. Backends check ``max_parallel`` first."""
+        if not self.is_array:
+            return None
+        cap = f"%{self.max_parallel}" if self.max_parallel else ""
+        return f"0-{len(self.tasks) - 1}{cap}"
+
     @cached_property
     def time_s(self) -> int | None:
         """The time limit in seconds, parsed once (walltime.parse); None: the backend's default.
