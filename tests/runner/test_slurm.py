@@ -564,3 +564,11 @@ def test_parse_job_id_of_a_cluster_qualified_submission(slurm_cluster: Any, tmp_
     )
     assert stdout.strip().endswith(f";{slurm_cluster.name}")
     assert slurm.parse_job_id(stdout).isdigit()
+
+
+def test_zero_gpus_asks_for_none() -> None:
+    # A CPU smoke of a GPU job (smoke.resources: {gpus: 0}) renders no --gres at all.
+    script = slurm.render(spec(resources=Resources(gpus=0, mem="1G")))
+    assert "--gres" not in script and "#SBATCH --mem=1G" in script
+    with pytest.raises(slurm.SlurmRefusal):
+        slurm.render(spec(resources=Resources(gpus=0, gpu_type="a100")))

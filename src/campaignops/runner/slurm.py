@@ -105,12 +105,14 @@ def _resources(res: Resources) -> list[str]:
             message="resources.queue and resources.filesystems are PBS's: Slurm has neither",
             hint="on Slurm use resources.partition (and resources.constraint for features)",
         )
-    if res.gpu_type is not None and res.gpus is None:
+    if res.gpu_type is not None and not res.gpus:
         raise SlurmRefusal(message="resources.gpu_type without resources.gpus")
     kind = f"{_valid('gpu type', res.gpu_type)}:" if res.gpu_type else ""
     out = []
     for field, option, form in _RESOURCE_OPTIONS:
         value = getattr(res, field)
+        if field == "gpus" and value == 0 and not isinstance(value, bool):
+            continue  # no GPUs asked for (a CPU smoke of a GPU job): no --gres at all
         if value is not None:
             text = _valid(form, value) if form else _count(field, value)
             out.append(f"--{option}=gpu:{kind}{text}" if field == "gpus" else f"--{option}={text}")
