@@ -244,6 +244,7 @@ def run(n: int, targets: Sequence[str] = ("t",), **fields: Any) -> list[dict[str
         stage=f["stage"],
         targets=targets,
         fingerprint=f["fingerprint"],
+        fingerprints=f.get("fingerprints"),
         commit=COMMIT,
         manifest="manifests/smoke.yaml",
     )
@@ -283,12 +284,18 @@ def smoke_gate(fps: dict[str, str], stage: str, *targets: str, done: Any = (), o
 
 
 def smoke(fps: dict[str, str], cells: Sequence[str], **fields: Any) -> list[dict[str, Any]]:
-    """A smoke of ``cells`` recorded with their current fingerprint."""
+    """A smoke of ``cells`` recorded as the writer records it: the combined fingerprint and,
+    for several cells, each one's own."""
     fp = submission_fingerprint(fps, cells)
+    own = {"fingerprints": {c: fps[c] for c in cells}} if len(cells) > 1 else {}
     return run(
         1,
         cells,
-        **({"stage": "smoke", "fingerprint": fp, "state": "COMPLETED", "exit_code": 0} | fields),
+        **(
+            {"stage": "smoke", "fingerprint": fp, "state": "COMPLETED", "exit_code": 0}
+            | own
+            | fields
+        ),
     )
 
 

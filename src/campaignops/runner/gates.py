@@ -18,7 +18,6 @@ from campaignops.ledger import Job
 from campaignops.policy import Policy
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
-from campaignops.runner.fingerprint import submission_fingerprint
 from campaignops.runner.gitfacts import RepoFacts
 from campaignops.runner.spec import FINISHED, JobState, Resources
 from campaignops.runner.verdict import Verdict as Verdict  # re-exported: submit, cli
@@ -125,25 +124,15 @@ def smoked_targets(fingerprints: Mapping[str, str], jobs: Iterable[Job]) -> froz
 
     Each target is judged by its own array task and its own recorded fingerprint: a failed
     sibling in the same array does not spoil it, and an edited target needs its own new smoke.
-    A record from before per-target fingerprints counts when its combined fingerprint equals
-    the one the targets' current fingerprints give.
+    (A record without per-target fingerprints, from before the hardware class and the named
+    files joined the fingerprint, can match no current one: such smokes must be run again.)
     """
     done: set[str] = set()
     for job in jobs:
-        if job.stage != "smoke" or not job.targets:
+        if job.stage != "smoke":
             continue
-        legacy = (
-            job.record.get("fingerprints") is None
-            and len(job.targets) > 1
-            and all(t in fingerprints for t in job.targets)
-            and job.text("fingerprint") == submission_fingerprint(fingerprints, job.targets)
-        )
         for target in job.targets:
-            if target not in fingerprints:
-                continue
-            task = job.task(target)
-            legacy_ok = legacy and task is not None and task.succeeded
-            if legacy_ok or smoke_passed(job, target, fingerprints[target]):
+            if target in fingerprints and smoke_passed(job, target, fingerprints[target]):
                 done.add(target)
     return frozenset(done)
 

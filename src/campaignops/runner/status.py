@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,9 +77,9 @@ def _task_entry(state: JobState) -> dict[str, object]:
 
 def _changed(job: ledger.Job, index: int, entry: dict[str, object]) -> bool:
     tasks = job.record.get("tasks")
-    known = tasks.get(str(index)) if isinstance(tasks, dict) else None
-    known = known if isinstance(known, dict) else {}
-    return any(known.get(k) != v for k, v in entry.items())
+    known = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
+    recorded: Mapping[str, object] = known if isinstance(known, Mapping) else {}
+    return any(recorded.get(k) != v for k, v in entry.items())
 
 
 def judge(job: ledger.Job, state: JobState) -> tuple[JobState, dict[int, dict[str, object]]]:
