@@ -91,3 +91,36 @@ def test_two_clones_merge_without_conflict_and_render_repairs_status(  # type: i
     assert run("check", "--select", "VIEW").code == 0
     status = (bob / "STATUS.md").read_text()
     assert str(first.job_id) in status and str(second.job_id) in status
+
+
+def _pull(into: Path, source: Path) -> None:
+    pulled = subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.org", "pull", "-q",
+         "--no-rebase", "--no-edit", str(source), "HEAD"],
+        cwd=into, capture_output=True, text=True,
+    )  # fmt: skip
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+
+
+def test_a_refresh_in_one_clone_never_overwrites_the_others_local_job(  # type: ignore[no-untyped-def]
+    clones: tuple[Path, Path], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice, bob = clones
+    monkeypatch.chdir(alice)
+    assert run("submit", "manifests/example.yaml", "--stage", "smoke", "--commit").code == 0
+    (mine,) = ledger.read(alice).jobs  # committed while PENDING
+    _pull(bob, alice)
+    # Bob's executor has never heard of Alice's local job: his refresh must not record that.
+    monkeypatch.chdir(bob)
+    assert run("status", "--refresh").code == 0
+    assert ledger.read(bob).by_id[mine.ledger_id].state == "PENDING"
+    git(bob, "commit", "-qm", "bob's refresh", "--allow-empty", "--", *RECORDS)
+    monkeypatch.chdir(alice)
+    deadline = time.monotonic() + 60
+    while ledger.read(alice).by_id[mine.ledger_id].state != "COMPLETED":
+        assert time.monotonic() < deadline, "Alice's smoke did not complete"
+        assert run("status", "--refresh").code == 0
+        time.sleep(0.5)
+    git(alice, "commit", "-qm", "smoke completed", "--", *RECORDS)
+    _pull(alice, bob)
+    assert ledger.read(alice).by_id[mine.ledger_id].state == "COMPLETED"

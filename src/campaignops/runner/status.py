@@ -90,7 +90,7 @@ def judge(job: ledger.Job, state: JobState) -> tuple[JobState, dict[int, dict[st
     entries: dict[int, dict[str, object]] = {}
     if size > 1:
         for index, task in state.tasks.items():
-            if 0 <= index < size:
+            if 0 <= index < size and task.state != "UNKNOWN":
                 entry = _task_entry(task)
                 if _changed(job, index, entry):
                     entries[index] = entry
@@ -189,7 +189,9 @@ def refresh(
         states: dict[str, JobState] = be.parse_states(outputs)
         for job_id, job in ids.items():
             seen = states.get(job_id)
-            if seen is None:
+            if seen is None or seen.state == "UNKNOWN":
+                # The backend does not know the job (another clone's local job, a purged id):
+                # that says nothing of it, and must not overwrite what the ledger knows.
                 continue
             state, entries = judge(job, seen)
             same = state.state == job.state and state.exit_code == job.record.get("exit_code")
