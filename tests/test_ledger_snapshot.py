@@ -310,6 +310,13 @@ def test_campaign_status_refresh_parses_each_ledger_line_once(
         rec("result", "L-open", 51, job_id="local-77", state="PENDING"),
     ]
     write(repo, encode(history() + open_job))
+    # The local backend knows local-77 as finished (an UNKNOWN answer is never recorded).
+    job_dir = repo / ".campaign/local/local-77"
+    job_dir.mkdir(parents=True)
+    head = {"name": "z", "comment": "L-open", "submitted": "2026-11-01T10:51:00Z"}
+    (job_dir / "job.json").write_text(json.dumps(head | {"timelimit": 600, "size": 1}))
+    end = {"state": "COMPLETED", "exit_code": 0, "executor_pid": None}
+    (job_dir / "state.json").write_text(json.dumps(end | {"tasks": [{"index": 0, **end}]}))
     ledger_snapshot.forget()
     done = run("status", "--refresh")
     assert done.code == 0, done.err
