@@ -156,6 +156,11 @@ class Task:
     run_time_s: float | None = None
     max_rss: str | None = None
     req_mem: str | None = None
+    # What ``campaign status --refresh`` diagnosed from the task's log and verdict (recorded as
+    # ``"diagnosis": {"entry": id|null, "category": category|null}``): the catalog entry id and
+    # its category; both None when nothing matched or the task was never diagnosed.
+    entry: str | None = None
+    category: str | None = None
 
     @classmethod
     def of(cls, index: int, fields: Mapping[str, Any]) -> Task:
@@ -164,6 +169,9 @@ class Task:
             return value if isinstance(value, str) else None
 
         run = fields.get("run_time_s")
+        found = fields.get("diagnosis")
+        diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        entry, category = diagnosis.get("entry"), diagnosis.get("category")
         return cls(
             index=index,
             state=text("state"),
@@ -175,6 +183,8 @@ class Task:
             run_time_s=float(run) if isinstance(run, (int, float)) and run >= 0 else None,
             max_rss=text("max_rss"),
             req_mem=text("req_mem"),
+            entry=entry if isinstance(entry, str) else None,
+            category=category if isinstance(category, str) else None,
         )
 
     @property
