@@ -38,9 +38,9 @@ def test_clean_fixture_blocks_are_rendered_in_full(campaign: Path) -> None:
     )
     assert block(campaign / "STATUS.md", "jobs") == (
         "\n"
-        "| job | targets | stage | backend | state | queue wait | run time | exit | commit |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
-        "| no jobs yet |  |  |  |  |  |  |  |  |\n"
+        "| job | targets | stage | backend | state | queue wait | run time | exit | diagnosis | commit |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| no jobs yet |  |  |  |  |  |  |  |  |  |\n"
         "\n"
     )
 
@@ -250,15 +250,15 @@ def test_stages_and_jobs_from_a_folded_ledger(campaign: Path, run) -> None:
     )
     assert block(campaign / "STATUS.md", "jobs") == (
         "\n"
-        "| job | targets | stage | backend | state | queue wait | run time | exit | commit |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
-        "| 99 | lr0.01_s1 | smoke | local | FAILED | — | 42s | 1 | 0123456789 |\n"
-        "| 101 | lr0.1_s1 | smoke | local | COMPLETED | 1m 00s | 2m 05s | 0 | 0123456789 |\n"
-        "| — | lr0.1_s1 | single | local | intent only | — | — | — | 0123456789 |\n"
-        "| — | lr0.1_s2 | single | generic-slurm | submit failed | — | — | — | 0123456789 |\n"
-        "| 120 | lr0.01_s1 | smoke | local | COMPLETED | — | — | 0 | 0123456789 |\n"
+        "| job | targets | stage | backend | state | queue wait | run time | exit | diagnosis | commit |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| 99 | lr0.01_s1 | smoke | local | FAILED | — | 42s | 1 | unknown | 0123456789 |\n"
+        "| 101 | lr0.1_s1 | smoke | local | COMPLETED | 1m 00s | 2m 05s | 0 | — | 0123456789 |\n"
+        "| — | lr0.1_s1 | single | local | intent only | — | — | — | — | 0123456789 |\n"
+        "| — | lr0.1_s2 | single | generic-slurm | submit failed | — | — | — | — | 0123456789 |\n"
+        "| 120 | lr0.01_s1 | smoke | local | COMPLETED | — | — | 0 | — | 0123456789 |\n"
         "| 4242 | lr0.1_s1, lr0.1_s2, lr0.01_s1 (+1 more) | production | generic-slurm "
-        "| RUNNING | 1h 02m | — | — | fedcba9876 |\n"
+        "| RUNNING | 1h 02m | — | — | — | fedcba9876 |\n"
         "\n"
         "- .campaign/ledger.jsonl line 16 skipped: not valid JSON (torn last line)\n"
         "\n"

@@ -212,16 +212,41 @@ def state(job: ledger_mod.Job) -> str:
 STAGES_HEADER = ("target", *ledger_mod.STAGES)
 
 
+def diagnosis(task: ledger_mod.Task) -> str | None:
+    """What status --refresh diagnosed for a failed task: ``oom-gpu (cuda-oom)``, ``unknown``
+    when no catalog entry explained it; None for a task that did not fail."""
+    if not task.finished or task.succeeded or task.state == "CANCELLED":
+        return None
+    if task.category is None:
+        return "unknown"
+    return task.category + (f" ({task.entry})" if task.entry else "")
+
+
 def task_state(job: ledger_mod.Job, target: str) -> str:
     """A target's own outcome in ``job``: its array task's state (with the reason the runner
-    recorded, e.g. output-missing), else what the ledger says of the submission."""
+    recorded, e.g. output-missing, and the diagnosis), else what the ledger says of the
+    submission."""
     task = job.task(target)
     if task is None or task.state is None:
         return state(job)
     reason = f", {task.reason}" if task.reason else ""
     code = task.exit_code
     shown = f" exit {code}" if task.finished and code not in (0, None) else ""
-    return f"{task.state}{shown}{reason}"
+    found = diagnosis(task)
+    diagnosed = f", {found}" if found else ""
+    return f"{task.state}{shown}{reason}{diagnosed}"
+
+
+def job_diagnosis(job: ledger_mod.Job) -> str | None:
+    """The diagnoses of a job's failed tasks: ``oom-gpu (cuda-oom)``, or counted for an array
+    (``oom-gpu (cuda-oom) ×2, unknown``)."""
+    counts: dict[str, int] = {}
+    for target in dict.fromkeys(job.targets):
+        task = job.task(target)
+        found = diagnosis(task) if task is not None else None
+        if found:
+            counts[found] = counts.get(found, 0) + 1
+    return ", ".join(f"{d} ×{n}" if n > 1 else d for d, n in counts.items()) or None
 
 
 def render_stages(src: Sources) -> str:
@@ -256,6 +281,7 @@ JOBS_HEADER = (
     "queue wait",
     "run time",
     "exit",
+    "diagnosis",
     "commit",
 )
 SHOWN_TARGETS = 3
@@ -279,6 +305,7 @@ def render_jobs(src: Sources) -> str:
             duration(job.queue_wait()),
             duration(job.run_time()),
             cell(job.exit_code),
+            cell(job_diagnosis(job)),
             cell(job.commit[:10] if job.commit else None),
         ]
         for job in ledger.jobs

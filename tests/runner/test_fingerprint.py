@@ -14,10 +14,7 @@ from hypothesis import strategies as st
 from campaignops import queuefile, schema, yamldoc
 from campaignops.errors import UsageError
 from campaignops.runner.fingerprint import (
-    MASK,
-    failure_signature,
     fingerprints,
-    normalise_line,
     smoke_args,
     submission_fingerprint,
     target_fingerprint,
@@ -224,75 +221,6 @@ def test_any_other_arg_change_changes_it(args: dict[str, Any], key: str, value: 
     other["jobs"][0]["args"][key] = value
     changed = args.get(key, object()) != value or type(args.get(key)) is not type(value)
     assert (fingerprints(other) != fingerprints(doc)) == changed
-
-
-# ------------------------------------------------------------------------- signatures
-
-CATALOG = {
-    "version": 1,
-    "failures": [
-        {"id": "bad-regex-entry", "matchers": ["(unclosed"]},
-        {"id": "slurm-oom-kill", "matchers": ["oom[-_]kill event", "Exceeded job memory limit"]},
-        {"id": "cuda-oom", "matchers": [r"CUDA out of memory"]},
-        "not an entry",
-    ],
-}
-
-
-def test_catalog_entry_wins_and_is_stable() -> None:
-    tail = "step 10 loss 0.5\nslurmstepd: error: Detected 1 oom_kill event in StepId=1234.batch.\n"
-    again = tail.replace("1234", "98765").replace("step 10", "step 11")
-    assert failure_signature("OUT_OF_MEMORY", 0, tail, CATALOG) == "slurm-oom-kill"
-    assert failure_signature("OUT_OF_MEMORY", 0, again, CATALOG) == "slurm-oom-kill"
-
-
-def test_catalog_order_decides_between_entries() -> None:
-    tail = (
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.\n"
-        "slurmstepd: error: Exceeded job memory limit\n"
-    )
-    assert failure_signature("FAILED", 1, tail, CATALOG) == "slurm-oom-kill"
-
-
-def test_without_a_catalog_hit_the_last_error_line_is_normalised() -> None:
-    def tail(path: str, n: int, addr: str) -> str:
-        return (
-            "Traceback (most recent call last):\n"
-            f'  File "{path}/run.py", line {n}, in <module>\n'
-            f"ValueError: shape mismatch (32, {n}) at {addr} in {path}/model.ckpt\n"
-            f"epoch {n} done\n"
-        )
-
-    first = failure_signature("FAILED", 1, tail("/home/ada/x", 17, "0x7f3a2b"), CATALOG)
-    second = failure_signature("FAILED", 1, tail("/scratch/job_99/y", 4093, "0xdeadbeef"), None)
-    assert first == second == "FAILED:1 ValueError: shape mismatch (<n>, <n>) at <hex> in <path>"
-
-
-def test_different_errors_give_different_signatures() -> None:
-    a = failure_signature("FAILED", 1, "KeyError: 'lr'\n", None)
-    b = failure_signature("FAILED", 1, "FileNotFoundError: no such file: cfg.yaml\n", None)
-    c = failure_signature("FAILED", 2, "KeyError: 'lr'\n", None)
-    assert len({a, b, c}) == 3
-
-
-def test_no_log_gives_state_and_exit_code() -> None:
-    assert failure_signature("TIMEOUT", None, None, CATALOG) == "TIMEOUT:-"
-    assert failure_signature("FAILED", 137, "all good\nstep 5\n", CATALOG) == "FAILED:137"
-
-
-def test_progress_bars_and_colours_do_not_leak_into_the_signature() -> None:
-    # A bar redraws its line after \r; a colouring logger wraps the error in ANSI escapes.
-    noisy = "10%|#   | 1/10\r 50%|#####| 5/10\r\x1b[31mRuntimeError: NaN loss at step 812\x1b[0m\n"
-    plain = "RuntimeError: NaN loss at step 3\n"
-    assert failure_signature("FAILED", 1, noisy, None) == failure_signature(
-        "FAILED", 1, plain, None
-    )
-
-
-def test_normalise_line_masks_uuids_dates_and_spacing() -> None:
-    line = "[2026-11-21 10:00:01]  error  run 123e4567-e89b-12d3-a456-426614174000 on node042"
-    assert normalise_line(line) == "[<n>-<n>-<n> <n>:<n>:<n>] error run <hex> on node<n>"
-    assert MASK not in normalise_line(line)
 
 
 QUEUE_MANIFEST: dict[str, Any] = {

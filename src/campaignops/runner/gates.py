@@ -260,37 +260,57 @@ def signature_of(job: Job, target: str | None = None) -> str:
     return job.text("signature") or f"{job.state}:{'-' if code is None else code}"
 
 
-def breaker(request: Request, *, jobs: Iterable[Job]) -> Verdict:
-    """Refuse when a target's last three finished attempts, at any stage, failed with one
-    signature: resubmitting the same crash burns allocation. Each attempt is the target's own
-    task (a sibling's failure in the same array is not this target's). CANCELLED attempts are
-    skipped (a person stopped them; they say nothing about the config). ``request.override``
-    passes it, and the verdict carries the reason for the ledger."""
+def breaker(
+    request: Request,
+    *,
+    jobs: Iterable[Job],
+    fingerprints: Mapping[str, str] | None = None,
+    fixes: Mapping[str, str] | None = None,
+) -> Verdict:
+    """Refuse when a target's last three finished attempts of its current config failed with
+    one signature (the diagnosis: a catalog entry, else the normalised last error line):
+    resubmitting the same crash burns allocation. Each attempt is the target's own task (a
+    sibling's failure in the same array is not this target's); only attempts recorded with the
+    target's current fingerprint count, so a fix (a new fingerprint) starts a new count.
+    CANCELLED attempts are skipped (a person stopped them; they say nothing about the config).
+    ``fixes`` (catalog entry → fix) goes into the hint. ``request.override`` passes it, and
+    the verdict carries the reason for the ledger."""
     gate = "breaker"
     ordered = sorted(jobs, key=Job.sort_key)
     tripped: list[str] = []
+    advice: list[str] = []
     for target in request.targets:
+        current = (fingerprints or {}).get(target)
         attempts = []
         for job in ordered:
             task = job.task(target)
-            if task is not None and task.finished and task.state != "CANCELLED":
-                attempts.append((job, task))
+            if task is None or not task.finished or task.state == "CANCELLED":
+                continue
+            if current is not None and job.target_fingerprint(target) != current:
+                continue
+            attempts.append((job, task))
         last = attempts[-BREAKER_RUN:]
         sigs = {signature_of(j, target) for j, _ in last}
         if len(last) == BREAKER_RUN and not any(t.succeeded for _, t in last) and len(sigs) == 1:
+            sig = sigs.pop()
             ids = ", ".join(j.job_id or j.ledger_id for j, _ in last)
-            tripped.append(f"{target} ({sigs.pop()}; jobs {ids})")
+            tripped.append(f"{target} ({sig}; jobs {ids})")
+            fix = (fixes or {}).get(sig)
+            if fix and f"{sig}: {fix}" not in advice:
+                advice.append(f"{sig}: {fix}")
     if not tripped:
         return _ok(gate, "no run of same-signature failures")
     why = f"failed {BREAKER_RUN} times in a row with the same signature: {_listed(tripped)}"
     override = (request.override or "").strip()
     if override:
         return Verdict(gate=gate, passed=True, reason=f"overridden: {why}", override=override)
+    known = f"the catalog's fix for {'; '.join(advice)}; " if advice else ""
     return _refuse(
         gate,
         why,
-        "read the logs and fix the cause (FAILURES.md lists known ones), then re-smoke; to "
-        'submit anyway, pass --override "what changed" (recorded in the ledger)',
+        f"{known}fix the cause (campaign diagnose JOB_TASK reads the log; FAILURES.md lists "
+        "known ones), commit, and re-smoke: a changed config starts a new count. To submit "
+        'the same config anyway, pass --override "what changed" (recorded in the ledger)',
     )
 
 
@@ -304,6 +324,7 @@ def evaluate(
     fingerprints: Mapping[str, str],
     jobs: Sequence[Job],
     active: Sequence[JobState] | None,
+    fixes: Mapping[str, str] | None = None,
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first)."""
     return (
@@ -317,7 +338,7 @@ def evaluate(
         ),
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
         no_sibling(request, active=active, jobs=jobs),
-        breaker(request, jobs=jobs),
+        breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes),
         budget(request, policy=policy, page=page, jobs=jobs),
     )
 

@@ -158,6 +158,7 @@ def state_record(
     time: dt.datetime,
     state: JobState,
     signature: str | None = None,
+    diagnosis: Mapping[str, str | None] | None = None,
     tasks: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A status refresh: what the scheduler says of the job now, and of each array task that
@@ -176,6 +177,7 @@ def state_record(
         ended=_time(state.ended),
         run_time_s=run_time,
         signature=signature,
+        diagnosis=dict(diagnosis) if diagnosis else None,
         reason=state.reason,
         max_rss=state.max_rss,
         req_mem=state.req_mem,

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from campaignops import ledger, views, yamldoc
+from campaignops.diagnosis.engine import Diagnosis
+from campaignops.diagnosis.tasks import Diagnosers
 from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, fingerprint, retry, scheduler, script, submit
+from campaignops.runner import backends, retry, scheduler, script, submit
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -64,15 +66,27 @@ def reason_of(state: str, exit_code: int | None) -> str | None:
     return script.REASONS.get(exit_code) if state == "FAILED" and exit_code is not None else None
 
 
-def _task_entry(state: JobState) -> dict[str, object]:
-    signature = (
-        fingerprint.failure_signature(state.state, state.exit_code, None, None)
-        if state.state in FINISHED and state.state != "COMPLETED"
-        else None
-    )
-    return lw.task_fields(
-        state, signature=signature, reason=reason_of(state.state, state.exit_code)
-    )
+# Ends worth explaining: a success needs no diagnosis, a cancel was a person's decision.
+_EXPLAINED = FINISHED - {"COMPLETED", "CANCELLED"}
+
+# (array index or None, the task's state) → the catalog's diagnosis of that task.
+Diagnoser = Callable[[int | None, JobState], Diagnosis]
+
+
+def _explain(
+    state: JobState, index: int | None, diagnoser: Diagnoser | None
+) -> tuple[str | None, dict[str, str | None] | None]:
+    """The signature and diagnosis of a task that ended in failure (else nothing)."""
+    if state.state not in _EXPLAINED:
+        return None, None
+    if diagnoser is None:
+        return f"{state.state}:{'-' if state.exit_code is None else state.exit_code}", None
+    found = diagnoser(index, state)
+    return found.signature, diagnosis_field(found)
+
+
+def diagnosis_field(found: Diagnosis) -> dict[str, str | None]:
+    return {"entry": found.entry_id, "category": found.category}
 
 
 def _changed(job: ledger.Job, index: int, entry: dict[str, object]) -> bool:
@@ -82,18 +96,26 @@ def _changed(job: ledger.Job, index: int, entry: dict[str, object]) -> bool:
     return any(recorded.get(k) != v for k, v in entry.items())
 
 
-def judge(job: ledger.Job, state: JobState) -> tuple[JobState, dict[int, dict[str, object]]]:
-    """The job's state for the ledger, and the entries of its tasks that changed. An array is
-    finished only when each of its targets' tasks has ended (a scheduler that folds an array
-    early, or accounts some tasks late, does not end it)."""
+def judge(
+    job: ledger.Job, state: JobState, diagnoser: Diagnoser | None = None
+) -> tuple[JobState, dict[int, dict[str, object]]]:
+    """The job's state for the ledger, and the entries of its tasks that changed (a task that
+    newly ended in failure diagnosed by ``diagnoser``). An array is finished only when each of
+    its targets' tasks has ended (a scheduler that folds an array early, or accounts some
+    tasks late, does not end it)."""
     size = len(job.targets)
     entries: dict[int, dict[str, object]] = {}
     if size > 1:
         for index, task in state.tasks.items():
             if 0 <= index < size and task.state != "UNKNOWN":
-                entry = _task_entry(task)
+                entry = lw.task_fields(task, reason=reason_of(task.state, task.exit_code))
                 if _changed(job, index, entry):
-                    entries[index] = entry
+                    signature, diagnosis = _explain(task, index, diagnoser)
+                    entries[index] = entry | {
+                        k: v
+                        for k, v in (("signature", signature), ("diagnosis", diagnosis))
+                        if v is not None
+                    }
         ended = all(
             index in state.tasks and state.tasks[index].state in FINISHED for index in range(size)
         )
@@ -103,6 +125,13 @@ def judge(job: ledger.Job, state: JobState) -> tuple[JobState, dict[int, dict[st
     if reason is not None and state.reason is None:
         state = dataclasses.replace(state, reason=reason)
     return state, entries
+
+
+def _job_fields(
+    job: ledger.Job, state: JobState, diagnoser: Diagnoser | None
+) -> tuple[str | None, dict[str, str | None] | None]:
+    """A single job's signature and diagnosis (an array's live in its task entries)."""
+    return (None, None) if len(job.targets) > 1 else _explain(state, None, diagnoser)
 
 
 def _match(job: ledger.Job, found: dict[str, JobState], claimed: set[str]) -> JobState | None:
@@ -147,6 +176,7 @@ def refresh(
 
         return counted
 
+    diagnosers = Diagnosers(root)
     records: list[dict[str, object]] = []
     changed: list[str] = []
     reconciled: list[str] = []
@@ -162,12 +192,21 @@ def refresh(
             match = _match(j, found, claimed)
             if match is not None:
                 claimed.add(match.job_id)
-                state, entries = judge(j, match)
+                diagnoser = diagnosers.of(j, match.job_id, name, be)
+                state, entries = judge(j, match, diagnoser)
                 records.append(
                     lw.result_record(ledger_id=j.ledger_id, time=now(), job_id=match.job_id)
                 )
+                signature, diagnosis = _job_fields(j, state, diagnoser)
                 records.append(
-                    lw.state_record(ledger_id=j.ledger_id, time=now(), state=state, tasks=entries)
+                    lw.state_record(
+                        ledger_id=j.ledger_id,
+                        time=now(),
+                        state=state,
+                        tasks=entries,
+                        signature=signature,
+                        diagnosis=diagnosis,
+                    )
                 )
                 reconciled.append(j.ledger_id)
                 continue
@@ -193,22 +232,20 @@ def refresh(
                 # The backend does not know the job (another clone's local job, a purged id):
                 # that says nothing of it, and must not overwrite what the ledger knows.
                 continue
-            state, entries = judge(job, seen)
+            diagnoser = diagnosers.of(job, job_id, name, be)
+            state, entries = judge(job, seen, diagnoser)
             same = state.state == job.state and state.exit_code == job.record.get("exit_code")
             if same and not entries:
                 continue
-            signature = (
-                fingerprint.failure_signature(state.state, state.exit_code, None, None)
-                if state.state in FINISHED and state.state != "COMPLETED"
-                else None
-            )
+            signature, diagnosis = (None, None) if same else _job_fields(job, state, diagnoser)
             records.append(
                 lw.state_record(
                     ledger_id=job.ledger_id,
                     time=now(),
                     state=state,
-                    signature=signature,
                     tasks=entries,
+                    signature=signature,
+                    diagnosis=diagnosis,
                 )
             )
             changed.append(job.ledger_id)

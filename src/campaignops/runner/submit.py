@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 from campaignops import layout, ledger, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.checks import manifests as man_checks
+from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.manifest import targets as manifest_targets
 from campaignops.runner import (
@@ -96,6 +97,33 @@ def _yaml(root: Path, rel: str) -> tuple[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path=rel, message=f"cannot read: {exc}", hint="check the path") from None
     return text, yamldoc.load(text, path=rel)
+
+
+class CatalogFixes(Mapping[str, str]):
+    """failures.yaml's fix per entry id, read only if the breaker trips and asks (a catalog
+    that does not parse gives none: campaign check reports it)."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._fixes: dict[str, str] | None = None
+
+    def _load(self) -> dict[str, str]:
+        if self._fixes is None:
+            try:
+                entries = catalog.load(self._root).entries
+            except CampaignError:
+                entries = ()
+            self._fixes = {e.id: e.fix for e in entries if e.fix}
+        return self._fixes
+
+    def __getitem__(self, key: str) -> str:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
 
 
 def failed_targets(jobs: Sequence[ledger.Job], stage: str, among: Sequence[str]) -> list[str]:
@@ -221,6 +249,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     )
     repo = gitfacts.repo_facts(root, paths)
     active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=dry_run)
+    fixes = CatalogFixes(root)
     planned: list[Planned] = []
     earlier = 0.0  # phases are judged together: the budget counts the ones before
     for job in jobs:
@@ -251,6 +280,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             fingerprints=fps,
             jobs=history.jobs,
             active=active,
+            fixes=fixes,
         )
         comment = f"{PREVIEW_LEDGER_ID} {repo.head or PREVIEW_COMMIT}"
         preview = dataclasses.replace(job.spec, comment=comment)

@@ -1,0 +1,125 @@
+"""`campaign diagnose`: what a failed task's log and verdict say, by the failure catalog."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+from typing import TextIO
+
+from campaignops import layout
+from campaignops.diagnosis import catalog, report
+from campaignops.diagnosis.verdicts import Evidence
+from campaignops.errors import UsageError
+
+
+def _root(required: bool) -> Path | None:
+    root = layout.find_root(Path.cwd())
+    if root is None and required:
+        raise UsageError(
+            message=f"no {layout.POLICY_FILE} here or above",
+            hint="run inside a campaign repository, or diagnose a file: campaign diagnose --log "
+            "FILE --catalog failures.yaml",
+        )
+    return root
+
+
+def _today(text: str | None) -> dt.date | None:
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(message=f"--today {text!r} is not a date", hint="use YYYY-MM-DD") from None
+
+
+def _catalog(args: argparse.Namespace, root: Path | None) -> catalog.Catalog:
+    if args.catalog is not None:
+        path = Path(args.catalog)
+        return catalog.load_file(path, shown=args.catalog)
+    if root is None:
+        raise UsageError(
+            message="no failure catalog: not inside a campaign",
+            hint="run inside a campaign, or pass --catalog failures.yaml",
+        )
+    return catalog.load(root)
+
+
+_LOG_ONLY = ("state", "exit_code", "reason", "backend", "kind")
+
+
+def _diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if (args.job is None) == (args.log is None):
+        raise UsageError(
+            message="name one task (JOB or JOB_INDEX) or one log (--log FILE)",
+            hint="campaign diagnose 4242_3, or campaign diagnose --log logs/x-4242_3.out",
+        )
+    given = [f"--{k.replace('_', '-')}" for k in _LOG_ONLY if getattr(args, k) is not None]
+    if args.job is not None and given:
+        raise UsageError(
+            message=f"{', '.join(given)} only go with --log: a recorded task's verdict and "
+            "backend come from the ledger",
+            hint=f"campaign diagnose {args.job}",
+        )
+    root = _root(required=args.job is not None)
+    cat = _catalog(args, root)
+    today = _today(args.today)
+    if args.job is not None:
+        assert root is not None
+        found = report.of_job(root=root, ref=args.job, catalog=cat, today=today)
+    else:
+        evidence = Evidence(state=args.state, exit_code=args.exit_code, reason=args.reason)
+        found = report.of_log(
+            log=Path(args.log),
+            shown=args.log,
+            catalog=cat,
+            evidence=evidence,
+            backend=args.backend,
+            kind=args.kind,
+            today=today,
+        )
+    if args.format == "json":
+        print(json.dumps(report.as_json(found), indent=2, ensure_ascii=False), file=out)
+    else:
+        out.write(report.as_text(found))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dgn = sub.add_parser(
+        "diagnose",
+        help="match a failed task's log and verdict against the failure catalog",
+        description="Read the tail (200 lines) of a recorded task's log, where its submitted "
+        "script sent it, and the scheduler's verdict the last status --refresh recorded; match "
+        "them against failures.yaml and print the entry, its cause, fix and retry policy, and "
+        "the lesson line to append (campaign lesson add). An error no entry explains is "
+        "reported as unknown, never guessed. Matching rules: docs/runner.md, Diagnosis.",
+        epilog="exit codes: 0 diagnosed (unknown included), 2 unknown job or task, unreadable "
+        "log or catalog.",
+    )
+    dgn.add_argument(
+        "job",
+        nargs="?",
+        metavar="JOB[_TASK]",
+        help="a job id as campaign status shows it (an array task: 4242_3, PBS 4242[3].server) "
+        "or a ledger id",
+    )
+    dgn.add_argument("--log", metavar="FILE", help="diagnose this log file instead")
+    dgn.add_argument(
+        "--state", metavar="STATE", help="with --log: the scheduler's final state, e.g. TIMEOUT"
+    )
+    dgn.add_argument("--exit-code", type=int, metavar="N", help="with --log: the exit code")
+    dgn.add_argument("--reason", metavar="REASON", help="with --log: the scheduler's reason")
+    dgn.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="with --log: the backend page it ran on (entries for other backends are skipped)",
+    )
+    dgn.add_argument("--kind", metavar="KIND", help="with --log: that backend's kind, e.g. slurm")
+    dgn.add_argument("--catalog", metavar="FILE", help="a failures.yaml (default: the campaign's)")
+    dgn.add_argument(
+        "--format", choices=("text", "json"), default="text", help="text (default) or json"
+    )
+    dgn.add_argument("--today", metavar="YYYY-MM-DD", help="the lesson's date (default: today)")
+    dgn.set_defaults(handler=_diagnose)

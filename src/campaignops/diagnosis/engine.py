@@ -1,0 +1,198 @@
+"""Match a failed task's log and verdict against the catalog: one deterministic answer.
+
+The rule, in order (docs/runner.md "Diagnosis" gives the reasons and sources):
+
+1. Only entries for this backend count: an entry with ``backends`` applies where one of them is
+   the backend's page name or kind.
+2. The scheduler's verdict decides the category when it names one (OUT_OF_MEMORY, TIMEOUT,
+   PREEMPTED, NODE_FAIL, a PBS kill code, a never-satisfiable pending reason); log lines then
+   only choose the entry within that category.
+3. Every entry is tried on every line, case-insensitively. Lines that read as warnings or info
+   (``UserWarning``, ``WARNING:``, ``NCCL INFO``) are evidence only for entries that opt in
+   (``warnings: true``), and only when no error line matched at all.
+4. The earliest matching line wins: a failure's consequences come after it (peers losing their
+   connection after one rank's OOM; Python's chained tracebacks print the original first;
+   TorchElastic reports the first observed failure as the root cause).
+5. On that line the most specific match wins: an entry written for this backend over a general
+   one, then the matcher with more literal characters. Equal candidates of one category give
+   the category without an entry; of several categories, no answer: never a guess.
+6. No line matched but the verdict names a category: the entry that lists the verdict's state
+   in ``verdicts`` (if exactly one), else the category alone.
+
+A task nothing explains has ``category`` None, and its breaker signature is its state, exit
+code and normalised last error line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from campaignops.diagnosis import logtext
+from campaignops.diagnosis.catalog import Catalog, Entry
+from campaignops.diagnosis.verdicts import Evidence
+
+# Lines that report rather than fail. "warning" singular: "Too many LINCS warnings" is fatal.
+_QUIET_ANY_CASE = re.compile(r"\bwarn(?:ing)?\b", re.IGNORECASE)
+_QUIET_EXACT = re.compile(r"[a-z]Warning\b|\bINFO\b|\bDEBUG\b|^\[?[IW]\d{4} ")
+_LOUD = re.compile(r"error\b|fatal|exception\b|traceback|\*\*\*", re.IGNORECASE)
+# A line that reports an error, for the signature of an unknown failure.
+_ERROR_LINE = re.compile(
+    r"error|exception|traceback|fatal|abort|panic|killed|segmentation fault|core dumped"
+    r"|out of memory|\boom|failed|failure|cannot|can't|not found|no such file|denied|\bnan\b",
+    re.IGNORECASE,
+)
+_MASKS = (
+    (re.compile(r"(?<![\w/.~-])(?:~|\.{1,2})?/[^\s:'\"(),\[\]]+"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-fA-F-]*[a-fA-F])(?=[0-9a-fA-F-]*[0-9])[0-9a-fA-F-]{8,}\b"), "<hex>"),
+    (re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"), "<n>"),
+    (re.compile(r"\s+"), " "),
+)
+SIGNATURE_LINE = 200
+
+
+@dataclass(frozen=True)
+class Match:
+    entry: Entry
+    line: int
+    text: str
+    anchor: int
+    quiet: bool
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    entry: Entry | None
+    category: str | None
+    matches: tuple[Match, ...]
+    evidence: Evidence
+    signature: str
+    why: str  # how the answer was reached, in one sentence
+
+    @property
+    def entry_id(self) -> str | None:
+        return self.entry.id if self.entry is not None else None
+
+
+def quiet(text: str) -> bool:
+    """A warning or info line (and not also an error line)."""
+    reads_quiet = bool(_QUIET_ANY_CASE.search(text) or _QUIET_EXACT.search(text))
+    return reads_quiet and not _LOUD.search(text)
+
+
+def normalise(line: str) -> str:
+    """An error line with what varies between attempts masked: paths, hex, numbers, spacing."""
+    text = line
+    for pattern, replacement in _MASKS:
+        text = pattern.sub(replacement, text)
+    return text.strip()[:SIGNATURE_LINE]
+
+
+def find_matches(lines: Sequence[logtext.Line], entries: Sequence[Entry]) -> list[Match]:
+    """Every (entry, line) pair that matches, with the entry's most specific matcher there."""
+    out: list[Match] = []
+    for line in lines:
+        is_quiet = quiet(line.text)
+        for entry in entries:
+            if is_quiet and not entry.warnings:
+                continue
+            best = max(
+                (m.anchor for m in entry.matchers if m.regex.search(line.text)), default=None
+            )
+            if best is not None:
+                out.append(Match(entry, line.number, line.text, best, is_quiet))
+    return out
+
+
+def _pick(
+    matches: Sequence[Match], backend: str | None, kind: str | None
+) -> tuple[Entry | None, str | None, str]:
+    loud = [m for m in matches if not m.quiet]
+    pool = loud or list(matches)
+    first = min(m.line for m in pool)
+    on_line = [m for m in pool if m.line == first]
+
+    def key(m: Match) -> tuple[bool, int]:
+        return (m.entry.restricted_to(backend, kind), m.anchor)
+
+    top = max(key(m) for m in on_line)
+    best = {m.entry.id: m.entry for m in on_line if key(m) == top}
+    cats = {e.category for e in best.values()}
+    where = f"line {first}" + (" (a warning line)" if not loud else "")
+    if len(best) == 1:
+        (entry,) = best.values()
+        return entry, entry.category, f"the earliest matching line, {where}"
+    if len(cats) == 1:
+        return None, cats.pop(), f"{where} matches {len(best)} entries of one category equally"
+    return None, None, f"{where} matches entries of {len(cats)} categories equally: no answer"
+
+
+def diagnose(
+    text: str,
+    *,
+    catalog: Catalog,
+    evidence: Evidence | None = None,
+    backend: str | None = None,
+    kind: str | None = None,
+) -> Diagnosis:
+    """The catalog's answer for a task whose log tail is ``text`` (empty when none)."""
+    evidence = evidence or Evidence()
+    lines = logtext.lines_of(text)
+    entries = [e for e in catalog.entries if e.applies_to(backend, kind)]
+    matches = find_matches(lines, entries)
+    verdict = evidence.category
+    counted = [m for m in matches if verdict is None or m.entry.category == verdict]
+    entry: Entry | None
+    if counted:
+        entry, category, why = _pick(counted, backend, kind)
+        if verdict is not None:
+            why += f" within {verdict}, which the scheduler's {evidence.state} decided"
+    elif verdict is not None:
+        entry, category, why = _by_verdict(entries, evidence, verdict, backend, kind)
+    else:
+        entry, category, why = None, None, "no catalog entry matches the log or the verdict"
+    return Diagnosis(
+        entry=entry,
+        category=category,
+        matches=tuple(matches),
+        evidence=evidence,
+        signature=signature(entry, category, evidence, lines),
+        why=why,
+    )
+
+
+def _by_verdict(
+    entries: Sequence[Entry],
+    evidence: Evidence,
+    verdict: str,
+    backend: str | None,
+    kind: str | None,
+) -> tuple[Entry | None, str, str]:
+    state = (evidence.state or "").upper()
+    named = [e for e in entries if e.category == verdict and state in e.verdicts]
+    own = [e for e in named if e.restricted_to(backend, kind)] or named
+    why = f"the scheduler's verdict ({evidence.describe()}); no log line matched"
+    if len(own) == 1:
+        return own[0], verdict, why
+    return None, verdict, why
+
+
+def signature(
+    entry: Entry | None, category: str | None, evidence: Evidence, lines: Sequence[logtext.Line]
+) -> str:
+    """What the breaker compares: the entry, else the category the verdict gave, else the
+    state, exit code and normalised last error line (the same crash gives the same text)."""
+    if entry is not None:
+        return entry.id
+    if category is not None:
+        return category
+    code = "-" if evidence.exit_code is None else str(evidence.exit_code)
+    base = f"{evidence.state or 'FAILED'}:{code}"
+    for line in reversed(lines):
+        if _ERROR_LINE.search(line.text):
+            text = normalise(line.text)
+            if text:
+                return f"{base} {text}"
+    return base

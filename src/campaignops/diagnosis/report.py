@@ -1,0 +1,282 @@
+"""``campaign diagnose``: find a recorded task, read its log's tail and its verdict, decide.
+
+A task is named as its backend names it: ``4242`` (a single job), ``4242_3`` (Slurm and local
+array tasks), ``4242[3].server`` (PBS subjobs), or by ledger id. Its log path is the one the
+submitted script asked for (the backend module's ``log_path``), its verdict what the last
+``campaign status --refresh`` recorded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaignops import ledger
+from campaignops.diagnosis import catalog as catalog_mod
+from campaignops.diagnosis import logtext
+from campaignops.diagnosis.engine import Diagnosis, diagnose
+from campaignops.diagnosis.verdicts import Evidence
+from campaignops.errors import CampaignError, InputError, UsageError
+from campaignops.runner import backends
+
+_PBS_SUBJOB = re.compile(r"^(\d+)\[(\d+)\](.*)$")
+_TASK = re.compile(r"^(.+)_(\d{1,7})$")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What was diagnosed: a recorded task, or a log file given by path."""
+
+    ref: str  # as the user named it (the task id for a recorded task)
+    log: str | None  # the log's path (relative to the campaign for a recorded task)
+    log_read: bool  # False: the log does not exist (yet) or cannot be read
+    backend: str | None = None
+    kind: str | None = None
+    ledger_id: str | None = None
+    target: str | None = None
+    stage: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    subject: Subject
+    diagnosis: Diagnosis
+    lesson: str  # the line `campaign lesson add` would append
+    lesson_command: str  # that command, ready to paste
+
+
+def _find(history: ledger.Ledger, ref: str) -> tuple[ledger.Job, int | None]:
+    """The job ``ref`` names and the array index it names (None: the job as a whole)."""
+    if ref in history.by_id:
+        return history.by_id[ref], None
+    direct = [j for j in history.jobs if j.job_id == ref]
+    if len(direct) == 1:
+        return direct[0], None
+    candidates: list[tuple[str, int]] = []
+    pbs = _PBS_SUBJOB.match(ref)
+    if pbs:
+        candidates.append((f"{pbs[1]}[]{pbs[3]}", int(pbs[2])))
+    task = _TASK.match(ref)
+    if task:
+        candidates.append((task[1], int(task[2])))
+    for base, index in candidates:
+        found = [j for j in history.jobs if j.job_id == base]
+        if len(found) == 1:
+            return found[0], index
+    if len(direct) > 1:
+        ids = ", ".join(j.ledger_id for j in direct)
+        raise UsageError(
+            message=f"job id {ref!r} is recorded more than once ({ids})",
+            hint="pass the ledger id instead (campaign status --format json lists them)",
+        )
+    raise UsageError(
+        message=f"no job or task {ref!r} in the ledger (.campaign/ledger.jsonl)",
+        hint="pass a job id from campaign status (an array task as JOB_INDEX), a ledger id, "
+        "or a log file with --log FILE",
+    )
+
+
+def _task_ids(job: ledger.Job, be: backends.Backend) -> list[str]:
+    assert job.job_id is not None
+    if len(job.targets) <= 1:
+        return [job.job_id]
+    return [be.task_id(job.job_id, i) for i in range(len(job.targets))]
+
+
+def backend_kind(root: Path, name: str) -> str | None:
+    """The kind on the backend's page (slurm, pbs, local …), None when it cannot be read."""
+    try:
+        page = backends.page(root, name)
+    except (CampaignError, OSError, UnicodeDecodeError):
+        return None
+    kind = page.get("kind") if page else None
+    return kind if isinstance(kind, str) else None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return logtext.tail(path)
+    except (OSError, ValueError):
+        return None
+
+
+def read_inside(root: Path, rel: str) -> str | None:
+    """The tail of ``rel`` when it resolves inside the campaign, else None."""
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root.resolve()):
+        return None
+    return _read(path)
+
+
+def of_job(
+    *, root: Path, ref: str, catalog: catalog_mod.Catalog, today: dt.date | None = None
+) -> Report:
+    """Diagnose the recorded task ``ref``."""
+    history = ledger.read(root)
+    job, index = _find(history, ref)
+    if job.job_id is None:
+        raise UsageError(
+            message=f"ledger {job.ledger_id} holds no submitted job "
+            f"({job.error or 'no job id recorded'})",
+            hint="nothing ran, so there is no log: campaign status --refresh finds a lost job id",
+        )
+    name = job.backend or "local"
+    kind = backend_kind(root, name)
+    be = backends.for_page(name, backends.page(root, name), root=root)
+    ids = _task_ids(job, be)
+    if index is None and len(job.targets) > 1:
+        failed = [
+            f"{ids[i]} ({t})"
+            for i, t in enumerate(job.targets)
+            if (task := job.task(t)) is not None and task.finished and not task.succeeded
+        ]
+        raise UsageError(
+            message=f"job {job.job_id} is an array of {len(job.targets)} tasks: name one",
+            hint=(f"failed: {', '.join(failed)}" if failed else f"e.g. {ids[0]}")
+            + " (campaign status shows each target's outcome)",
+        )
+    if index is not None and not 0 <= index < len(job.targets):
+        raise UsageError(
+            message=f"job {job.job_id} has no task {index} (tasks 0-{len(job.targets) - 1})",
+            hint=f"e.g. {ids[0]}",
+        )
+    target = job.targets[index or 0] if job.targets else None
+    task = job.task(target) if target is not None else None
+    evidence = Evidence(
+        state=task.state if task else job.state,
+        exit_code=task.exit_code if task else job.exit_code,
+        reason=task.reason if task else job.text("reason"),
+    )
+    array = len(job.targets) > 1
+    rel = be.log_path(job.job_id, name=job.text("name") or "", index=index if array else None)
+    text = read_inside(root, rel)
+    found = diagnose(text or "", catalog=catalog, evidence=evidence, backend=name, kind=kind)
+    subject = Subject(
+        ref=ids[index or 0],
+        log=rel,
+        log_read=text is not None,
+        backend=name,
+        kind=kind,
+        ledger_id=job.ledger_id,
+        target=target,
+        stage=job.stage,
+    )
+    return _report(subject, found, today=today)
+
+
+def of_log(
+    *,
+    log: Path,
+    shown: str,
+    catalog: catalog_mod.Catalog,
+    evidence: Evidence,
+    backend: str | None = None,
+    kind: str | None = None,
+    today: dt.date | None = None,
+) -> Report:
+    """Diagnose a log file given by path (``shown`` is how to print it)."""
+    if not log.is_file():
+        raise InputError(path=shown, message="no such log file", hint="pass a task's log file")
+    text = _read(log)
+    if text is None:
+        raise InputError(path=shown, message="cannot read the log", hint="check its permissions")
+    found = diagnose(text, catalog=catalog, evidence=evidence, backend=backend, kind=kind)
+    subject = Subject(ref=shown, log=shown, log_read=True, backend=backend, kind=kind)
+    return _report(subject, found, today=today)
+
+
+def _first_sentence(text: str, limit: int = 100) -> str:
+    sentence = re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
+    sentence = " ".join(sentence.split()).replace(" · ", " - ")
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _report(subject: Subject, found: Diagnosis, *, today: dt.date | None) -> Report:
+    entry = found.entry
+    if entry is not None:
+        what = _first_sentence(entry.title or entry.symptom)
+        fixed = _first_sentence(entry.fix)
+    else:
+        what = f"unexplained failure: {found.signature}"[:100]
+        fixed = "what you changed"
+    job = f" --job {_quote(subject.ref)}" if subject.ledger_id else ""
+    name = f" --entry {entry.id}" if entry is not None and not subject.ledger_id else ""
+    command = f"campaign lesson add {_quote(what)} {_quote(fixed)}{job}{name}"
+    day = (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
+    where = f" ({subject.ref})" if subject.ledger_id else ""
+    lesson = f"{day} · {what}{where} · {fixed} · {entry.id if entry else 'new'}"
+    return Report(subject=subject, diagnosis=found, lesson=lesson, lesson_command=command)
+
+
+def as_json(report: Report) -> dict[str, Any]:
+    """The JSON contract: category, entry, matches, lesson; then what the text view shows."""
+    found = report.diagnosis
+    entry = found.entry
+    return {
+        "category": found.category,
+        "entry": found.entry_id,
+        "matches": [
+            {"entry": m.entry.id, "category": m.entry.category, "line": m.line, "text": m.text}
+            for m in found.matches
+        ],
+        "lesson": report.lesson,
+        "lesson_command": report.lesson_command,
+        "task": report.subject.ref,
+        "log": report.subject.log,
+        "log_read": report.subject.log_read,
+        "verdict": {
+            "state": found.evidence.state,
+            "exit_code": found.evidence.exit_code,
+            "reason": found.evidence.reason,
+        },
+        "signature": found.signature,
+        "why": found.why,
+        "cause": entry.cause if entry else None,
+        "fix": entry.fix if entry else None,
+        "retry": entry.retry if entry else None,
+        "source": entry.source if entry else None,
+    }
+
+
+def as_text(report: Report) -> str:
+    """What a person reads: the task, the verdict, the answer and why, then what to do."""
+    found, subject = report.diagnosis, report.subject
+    lines = [f"task      {subject.ref}" + (f" ({subject.target})" if subject.target else "")]
+    if subject.log:
+        lines.append(f"log       {subject.log}" + ("" if subject.log_read else " (not found)"))
+    lines.append(f"verdict   {found.evidence.describe()}")
+    entry = found.entry
+    if entry is not None:
+        lines.append(
+            f"entry     {entry.id} ({entry.category})" + (f": {entry.title}" if entry.title else "")
+        )
+    elif found.category is not None:
+        lines.append(f"category  {found.category} (no single entry)")
+    else:
+        lines.append("entry     unknown: no catalog entry explains this failure")
+    lines.append(f"because   {found.why}")
+    shown = [m for m in found.matches if entry is None or m.entry.id == entry.id][:3]
+    for m in shown:
+        lines.append(f"  line {m.line}: {m.text[:160]}")
+    if entry is not None:
+        lines += [f"cause     {entry.cause}", f"fix       {entry.fix}"]
+        if entry.retry:
+            lines.append(f"retry     {entry.retry}")
+        if entry.source:
+            lines.append(f"source    {entry.source}")
+    else:
+        lines.append(f"signature {found.signature}")
+        lines.append(
+            "next      read the log; once understood, add an entry to failures.yaml "
+            "(docs/formats.md, The failure catalog)"
+        )
+    lines.append(f"lesson    {report.lesson}")
+    lines.append(f"  append it with: {report.lesson_command}")
+    return "\n".join(lines) + "\n"

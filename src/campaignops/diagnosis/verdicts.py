@@ -1,0 +1,78 @@
+"""What the scheduler's own verdict says, before any log is read.
+
+A final state such as OUT_OF_MEMORY is the scheduler's measurement, so it outranks a log
+line: the log may only pick a more specific entry within the verdict's category (an OOM job's
+log often ends in the peers' "Connection reset by peer"). FAILED, and the states that say
+nothing about the cause, leave the decision to the log. Sources: Slurm's job_state_codes and
+job_reason_codes pages, OpenPBS's ``job.h`` exit codes (JOB_EXEC_KILL_MEM -27, WALLTIME -29),
+Kubernetes' OOMKilled / DeadlineExceeded reasons (docs/runner.md "Diagnosis" cites them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Final states that name a category on their own.
+STATE_CATEGORIES = {
+    "OUT_OF_MEMORY": "oom-host",
+    "OOMKILLED": "oom-host",
+    "TIMEOUT": "timeout",
+    "DEADLINE": "timeout",
+    "DEADLINEEXCEEDED": "timeout",
+    "PREEMPTED": "preempted",
+    "NODE_FAIL": "node-failure",
+    "BOOT_FAIL": "node-failure",
+}
+# Pending reasons a job can never leave: no log exists, the reason is the evidence.
+REASON_CATEGORIES = {
+    "DependencyNeverSatisfied": "dependency",
+    "BadConstraints": "scheduler-rejected",
+    "InvalidAccount": "scheduler-rejected",
+    "InvalidQOS": "scheduler-rejected",
+    "PartitionTimeLimit": "scheduler-rejected",
+}
+_QUOTA_REASONS = ("QOSMax", "QOSGrp", "AssocGrp", "AssocMax")
+# PBS exit codes the server sets when it kills a job over a limit (negative: not the task's).
+PBS_EXIT_CATEGORIES = {-27: "oom-host", -26: "oom-host", -29: "timeout"}
+# States that are not failures to explain.
+NOT_FAILURES = frozenset({"COMPLETED", "CANCELLED", "PENDING", "RUNNING", "UNKNOWN"})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The scheduler's verdict on one task (all optional: ``--log FILE`` has none)."""
+
+    state: str | None = None
+    exit_code: int | None = None
+    reason: str | None = None
+
+    @property
+    def category(self) -> str | None:
+        state = (self.state or "").upper()
+        if state in STATE_CATEGORIES:
+            return STATE_CATEGORIES[state]
+        if self.exit_code in PBS_EXIT_CATEGORIES:
+            return PBS_EXIT_CATEGORIES[self.exit_code]
+        reason = self.reason or ""
+        if reason in REASON_CATEGORIES:
+            return REASON_CATEGORIES[reason]
+        if reason.startswith(_QUOTA_REASONS):
+            return "quota-limit"
+        return None
+
+    @property
+    def failed(self) -> bool:
+        """Worth diagnosing: ended in failure (or unknown: ``--log`` without a verdict)."""
+        if self.state is None:
+            return True
+        if self.state == "COMPLETED":
+            return self.exit_code not in (0, None)
+        return self.state not in NOT_FAILURES
+
+    def describe(self) -> str:
+        parts = [self.state or "no verdict"]
+        if self.exit_code is not None:
+            parts.append(f"exit {self.exit_code}")
+        if self.reason:
+            parts.append(self.reason)
+        return ", ".join(parts)
