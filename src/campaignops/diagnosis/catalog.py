@@ -57,6 +57,9 @@ class Entry:
 @dataclass(frozen=True)
 class Catalog:
     entries: tuple[Entry, ...] = ()
+    # Every matcher as one alternation: most log lines match nothing, and one search in C
+    # tells so (None when the matchers cannot be joined, e.g. two use one group name).
+    any_line: re.Pattern[str] | None = None
 
     def get(self, entry_id: str) -> Entry | None:
         return next((e for e in self.entries if e.id == entry_id), None)
@@ -117,7 +120,17 @@ def from_data(data: Any) -> Catalog:
                 order=order,
             )
         )
-    return Catalog(entries=tuple(entries))
+    return Catalog(entries=tuple(entries), any_line=_union(entries))
+
+
+def _union(entries: Sequence[Entry]) -> re.Pattern[str] | None:
+    sources = [m.source for e in entries for m in e.matchers]
+    if not sources:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{s})" for s in sources), re.IGNORECASE)
+    except (re.error, OverflowError, RecursionError):
+        return None
 
 
 def load(root: Path) -> Catalog:

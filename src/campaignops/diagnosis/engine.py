@@ -33,9 +33,15 @@ from campaignops.diagnosis import logtext
 from campaignops.diagnosis.catalog import Catalog, Entry
 from campaignops.diagnosis.verdicts import Evidence
 
-# Lines that report rather than fail. "warning" singular: "Too many LINCS warnings" is fatal.
-_QUIET_ANY_CASE = re.compile(r"\bwarn(?:ing)?\b", re.IGNORECASE)
-_QUIET_EXACT = re.compile(r"[a-z]Warning\b|\bINFO\b|\bDEBUG\b|^\[?[IW]\d{4} ")
+# Lines that report rather than fail: a Python warning (UserWarning: …), NCCL's INFO and WARN
+# lines, and lines that open with a warning or info level ("WARNING:", "[W socket.cpp…]",
+# glog's "W1124"). A level in mid-line (a Kubernetes event's "Warning" column, a training
+# logger's "- INFO - … loss: nan") does not make the line quiet: there it is often the failure.
+_QUIET = re.compile(
+    r"\b[A-Z]\w*Warning:|\bNCCL (?:INFO|WARN)\b"
+    r"|^\[?(?:warn(?:ing)?|info|debug|notice)\]?(?:[:\s]|$)|^\[?[IW]\d{4} |^\[[IW] ",
+    re.IGNORECASE,
+)
 _LOUD = re.compile(r"error\b|fatal|exception\b|traceback|\*\*\*", re.IGNORECASE)
 # A line that reports an error, for the signature of an unknown failure.
 _ERROR_LINE = re.compile(
@@ -78,8 +84,7 @@ class Diagnosis:
 
 def quiet(text: str) -> bool:
     """A warning or info line (and not also an error line)."""
-    reads_quiet = bool(_QUIET_ANY_CASE.search(text) or _QUIET_EXACT.search(text))
-    return reads_quiet and not _LOUD.search(text)
+    return bool(_QUIET.search(text)) and not _LOUD.search(text)
 
 
 def normalise(line: str) -> str:
@@ -90,10 +95,17 @@ def normalise(line: str) -> str:
     return text.strip()[:SIGNATURE_LINE]
 
 
-def find_matches(lines: Sequence[logtext.Line], entries: Sequence[Entry]) -> list[Match]:
-    """Every (entry, line) pair that matches, with the entry's most specific matcher there."""
+def find_matches(
+    lines: Sequence[logtext.Line],
+    entries: Sequence[Entry],
+    any_line: re.Pattern[str] | None = None,
+) -> list[Match]:
+    """Every (entry, line) pair that matches, with the entry's most specific matcher there.
+    ``any_line`` (every matcher joined) skips, in one search, the lines nothing matches."""
     out: list[Match] = []
     for line in lines:
+        if any_line is not None and not any_line.search(line.text):
+            continue
         is_quiet = quiet(line.text)
         for entry in entries:
             if is_quiet and not entry.warnings:
@@ -141,7 +153,7 @@ def diagnose(
     evidence = evidence or Evidence()
     lines = logtext.lines_of(text)
     entries = [e for e in catalog.entries if e.applies_to(backend, kind)]
-    matches = find_matches(lines, entries)
+    matches = find_matches(lines, entries, catalog.any_line)
     verdict = evidence.category
     counted = [m for m in matches if verdict is None or m.entry.category == verdict]
     entry: Entry | None
