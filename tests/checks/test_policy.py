@@ -110,7 +110,30 @@ def test_failure_catalog_errors(campaign: Path, run) -> None:  # type: ignore[no
     ]
     messages = [str(f["message"]) for f in result.json()["findings"]]
     assert "duplicate id 'crlf-script' (first at line 3)" in messages[0]
-    assert "not a valid regex" in messages[1]
+    assert "not a valid regular expression" in messages[1]
+
+
+def test_a_matcher_that_could_backtrack_for_ever_is_refused(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    entry = """\
+  - id: hangs
+    category: other
+    matchers: ['^(a+)+$', 'a{4294967296}']
+    symptom: s
+    cause: c
+    fix: f
+    source: s
+    verified: 2026-10
+"""
+    path = campaign / "failures.yaml"
+    path.write_text(path.read_text() + entry)
+    result = pol(run)
+    messages = [str(f["message"]) for f in result.json()["findings"]]
+    assert result.where() == [
+        ("failures.yaml", 12, "POLICY004"),
+        ("failures.yaml", 12, "POLICY004"),
+    ]
+    assert "repeat inside a repeat" in messages[0]
+    assert "not a valid regular expression" in messages[1]
 
 
 def test_failure_sample_must_match_a_matcher(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ from typing import Any
 from campaignops import frontmatter, layout, schema, yamldoc
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.diagnosis import patterns
 from campaignops.errors import InputError, YamlSyntaxError
 from campaignops.yamldoc import Locator
 
@@ -140,12 +141,14 @@ def _failures(rel: str, data: Any, loc: Locator) -> Iterator[Finding]:
             seen[entry["id"]] = loc.at((*at, "id"))[0]
         compiled: list[re.Pattern[str]] = []
         for j, pattern in enumerate(entry["matchers"]):
-            try:
-                compiled.append(re.compile(pattern))
-            except re.error as exc:
+            unsafe = patterns.problem(pattern)
+            if unsafe is None:
+                compiled.append(re.compile(pattern, re.IGNORECASE))
+            else:
                 line, col = loc.at((*at, "matchers", j))
+                shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
                 yield CODES["POLICY004"].at(
-                    rel, line, col, problem=f"matcher {pattern!r} is not a valid regex: {exc}"
+                    rel, line, col, problem=f"matcher {shown!r} cannot be used: {unsafe}"
                 )
         for j, sample in enumerate(entry.get("samples") or ()):
             if compiled and not any(rx.search(sample) for rx in compiled):
