@@ -129,8 +129,8 @@ def test_a_matcher_that_could_backtrack_for_ever_is_refused(campaign: Path, run)
     result = pol(run)
     messages = [str(f["message"]) for f in result.json()["findings"]]
     assert result.where() == [
-        ("failures.yaml", 12, "POLICY004"),
-        ("failures.yaml", 12, "POLICY004"),
+        ("failures.yaml", 14, "POLICY004"),
+        ("failures.yaml", 14, "POLICY004"),
     ]
     assert "repeat inside a repeat" in messages[0]
     assert "not a valid regular expression" in messages[1]
