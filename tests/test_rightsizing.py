@@ -286,6 +286,15 @@ def test_after_a_raise_the_cut_never_goes_back_below_it() -> None:
     )
 
 
+def test_a_cut_that_lands_on_the_raise_by_itself_does_not_blame_the_raise() -> None:
+    # OOM at 4G: never below 6G; the peak 3.9G gives 6G on its own.
+    group = _group(_array(_task("OUT_OF_MEMORY", req_mem="4G"), *_used("3.9G", "3G", "3G")))
+    report = audit({KEY: group}, {KEY: Request(mem="16G")})
+    assert [(r.recommended, r.evidence) for r in report.recommendations] == [
+        ("6G", "max RSS 3.9G over 3 tasks (24 % of 16G), +50 % headroom"),
+    ]
+
+
 def test_a_timeout_raises_the_limit_and_the_cut_stays_above_it() -> None:
     group = _group(_array(_task("TIMEOUT", run_time_s=3600), _task("TIMEOUT", run_time_s=3540)))
     report = audit({KEY: group}, {KEY: Request(time="01:00:00")})

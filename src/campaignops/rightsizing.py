@@ -273,7 +273,8 @@ def _memory(
     if peak is None or current_kib is None or peak >= MEM_USED_BELOW * current_kib:
         return None, peak, current
     target_kib, target = clean_size(HEADROOM * peak)
-    if floor_kib > target_kib:
+    floored = floor_kib > target_kib
+    if floored:
         target_kib, target = floor_kib, floor_text
     if target_kib >= current_kib:
         return None, peak, current
@@ -282,7 +283,7 @@ def _memory(
         f"({_share(peak, current_kib)} of {show_size(current_kib)}), "
         f"+{100 * (HEADROOM - 1):.0f} % headroom"
     )
-    if floor_kib and target == floor_text:
+    if floored:
         evidence += f", not below ×{RAISE:g} a request that ran out of memory"
     return rec(target, evidence), peak, current
 
