@@ -1,0 +1,114 @@
+"""A right-sizing audit (campaignops.rightsizing.Audit) as JSON data and Markdown tables.
+
+The JSON contract is in docs/formats.md ("campaign audit resources --format json"); the
+Markdown tables fit a pull-request comment, and the CLI aligns the same tables for a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from campaignops.rightsizing import Audit, Recommendation, Spread, StageReport, show_size
+from campaignops.views import duration
+
+NONE = "—"
+
+
+def _spread(spread: Spread) -> dict[str, Any]:
+    return {"median": spread.median, "max": spread.max, "count": spread.count}
+
+
+def to_json(report: Audit) -> dict[str, Any]:
+    """``{"recommendations": [...], "stages": [...]}``: the documented contract, nothing more."""
+    return {
+        "recommendations": [
+            {
+                "manifest": r.manifest,
+                "stage": r.stage,
+                "resource": r.resource,
+                "current": r.current,
+                "recommended": r.recommended,
+                "evidence": r.evidence,
+            }
+            for r in report.recommendations
+        ],
+        "stages": [
+            {
+                "manifest": s.manifest,
+                "stage": s.stage,
+                "tasks": s.tasks,
+                "queue_wait_s": _spread(s.queue_wait),
+                "run_time_s": _spread(s.run_time),
+                "failures": dict(s.failures),
+            }
+            for s in report.stages
+        ],
+    }
+
+
+def _cell(text: str) -> str:
+    # A cell holds no pipe of its own (a manifest path may) and no line break.
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _times(spread: Spread) -> str:
+    if spread.count == 0:
+        return NONE
+    return f"{duration(spread.median)} / {duration(spread.max)}"
+
+
+def _memory(stage: StageReport) -> str:
+    peak = NONE if stage.peak_kib is None else show_size(stage.peak_kib)
+    return f"{peak} / {stage.mem_request or NONE}"
+
+
+def _failures(stage: StageReport) -> str:
+    return ", ".join(f"{k} {n}" for k, n in stage.failures.items()) or NONE
+
+
+def stages_table(report: Audit) -> str:
+    head = (
+        "| Manifest | Stage | Tasks | Queue wait (median / max) | Run time (median / max) "
+        "| Time limit | Peak RSS / mem | Failures |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    )
+    rows = [
+        f"| {_cell(s.manifest)} | {s.stage} | {s.tasks} | {_times(s.queue_wait)} | "
+        f"{_times(s.run_time)} | {s.time_limit or NONE} | {_memory(s)} | {_failures(s)} |"
+        for s in report.stages
+    ]
+    return "\n".join([head, *rows])
+
+
+def _change(r: Recommendation) -> str:
+    if r.recommended is None:
+        return f"{r.current or NONE} (keep)"
+    return f"{r.current or NONE} → {r.recommended}"
+
+
+def recommendations_table(report: Audit) -> str:
+    head = "| Manifest | Stage | Resource | Change | Evidence |\n| --- | --- | --- | --- | --- |"
+    rows = [
+        f"| {_cell(r.manifest)} | {r.stage} | {r.resource} | {_change(r)} | {_cell(r.evidence)} |"
+        for r in report.recommendations
+    ]
+    return "\n".join([head, *rows])
+
+
+def markdown(report: Audit) -> str:
+    """Both tables under headings, ready for a PR comment; says so when there is nothing."""
+    if not report.stages:
+        return "### Resource audit\n\nNo finished task in the ledger matches: nothing to audit."
+    recs = (
+        recommendations_table(report)
+        if report.recommendations
+        else "No change recommended: every request fits what its tasks used."
+    )
+    return (
+        "### Resource audit\n\n"
+        + stages_table(report)
+        + "\n\n#### Recommendations\n\n"
+        + recs
+        + "\n\nPeak RSS: the largest MaxRSS of a completed task. Rules: docs/runner.md, "
+        '"Right-sizing".'
+    )
