@@ -13,10 +13,10 @@ from campaignops.cli.jobs import aligned
 
 def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import rightsizing_render as render
-    from campaignops.cli.jobs import _campaign_root
+    from campaignops.cli.jobs import campaign_root
     from campaignops.runner import audit
 
-    root = _campaign_root()
+    root = campaign_root()
     manifest = None
     if args.manifest is not None:
         manifest = layout.root_relative(

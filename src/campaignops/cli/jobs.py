@@ -11,7 +11,7 @@ from campaignops import layout
 from campaignops.errors import UsageError
 
 
-def _campaign_root() -> Path:
+def campaign_root() -> Path:
     root = layout.find_root(Path.cwd())
     if root is None:
         raise UsageError(
@@ -24,7 +24,7 @@ def _campaign_root() -> Path:
 def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.runner import submit
 
-    root = _campaign_root()
+    root = campaign_root()
     manifest = layout.root_relative(
         args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
     )
@@ -115,7 +115,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.files import FileReader
     from campaignops.runner import status
 
-    root = _campaign_root()
+    root = campaign_root()
 
     def report(done: status.Refresh, left: int | None = None) -> None:
         print(
@@ -170,7 +170,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.runner import cancel
 
-    root = _campaign_root()
+    root = campaign_root()
     plan = cancel.prepare(root=root, job=args.job, targets=args.targets)
 
     def some(items: tuple[str, ...] | list[str]) -> str:
