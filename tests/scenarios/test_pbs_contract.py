@@ -148,9 +148,31 @@ def test_submit_then_refresh_records_each_task_contract_replay(camp: Path, run) 
     tasks = [job.task(t) for t in job.targets]
     assert all(t and t.ended and t.started and t.started <= t.ended for t in tasks)
     status = (camp / "STATUS.md").read_text()
-    assert f"| bad | FAILED exit 3 ({job_id} task 1) |" in status
+    assert f"| bad | FAILED exit 3, unknown ({job_id} task 1) |" in status
     log = camp / "logs" / f"1000[1].{SERVER}.OU"
     assert log.read_text() == "bad input\n"  # -j oe -k doe: the task's own log, in place
+
+
+def test_a_job_purged_from_the_servers_history_does_not_stop_the_refresh_contract_replay(  # type: ignore[no-untyped-def]
+    camp: Path, run
+) -> None:
+    """qstat exits 153 (PBSE_UNKJOBID) for an id the server no longer knows and prints the
+    others: the refresh records what it was told and leaves the purged job as it was."""
+    one = "backend: generic-pbs\nresources: {time: '00:05:00', cpus: 1}\njobs:\n"
+    commit(camp, "manifests/a.yaml", one + "  - id: a\n    cmd: echo a\n")
+    commit(camp, "manifests/b.yaml", one + "  - id: b\n    cmd: echo b\n")
+    assert run("submit", "manifests/a.yaml", "--stage", "smoke").code == 0
+    state = camp.parent / "pbs-server" / "jobs.json"
+    data = json.loads(state.read_text())
+    data["jobs"].clear()  # purged: past the server's job_history_duration
+    state.write_text(json.dumps(data))
+    assert run("submit", "manifests/b.yaml", "--stage", "smoke").code == 0
+    assert cycle() == [f"1001.{SERVER}"]
+    refreshed = run("status", "--refresh")
+    assert refreshed.code == 0, refreshed.err
+    by_target = {j.targets: j for j in ledger.read(camp).jobs}
+    assert by_target[("b",)].state == "COMPLETED"
+    assert by_target[("a",)].state == "PENDING"  # nothing told of it: never recorded UNKNOWN
 
 
 def test_a_name_qsub_would_refuse_is_refused_before_the_call_contract_replay(  # type: ignore[no-untyped-def]

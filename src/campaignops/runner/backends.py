@@ -38,6 +38,11 @@ class Backend(Protocol):
     @property
     def TRANSIENT(self) -> re.Pattern[str]: ...
 
+    # Exit statuses of a query whose stdout is still the answer for the ids it knows (qstat
+    # exits 153 when one id was purged from the server's history, and prints the others).
+    @property
+    def PARTIAL_ANSWER(self) -> frozenset[int]: ...
+
     def render(self, spec: JobSpec) -> str: ...
 
     def submit_argv(self, script_path: str) -> list[str]: ...
@@ -83,7 +88,9 @@ def calling(backend: Backend, call: Run) -> Run:
     """``call`` as this backend should be called: the real scheduler call retries the backend's
     own transient errors; a stand-in (tests, benchmarks) is used as it is."""
     if call is scheduler.call:
-        return functools.partial(scheduler.call, retryable=backend.TRANSIENT)
+        return functools.partial(
+            scheduler.call, retryable=backend.TRANSIENT, answered=backend.PARTIAL_ANSWER
+        )
     return call
 
 

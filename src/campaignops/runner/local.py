@@ -321,6 +321,7 @@ def parse_siblings(stdout: str) -> tuple[JobState, ...]:
 
 # Errors worth retrying: none of its own (the executor is a local process).
 TRANSIENT = scheduler.transient()
+PARTIAL_ANSWER: frozenset[int] = frozenset()
 NAME = "local"
 
 
@@ -330,6 +331,7 @@ class LocalBackend:
 
     NAME = NAME
     TRANSIENT = TRANSIENT
+    PARTIAL_ANSWER = PARTIAL_ANSWER
 
     def __init__(self, root: Path) -> None:
         self.state = str(root / STATE_DIR)

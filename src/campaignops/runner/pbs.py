@@ -56,6 +56,11 @@ from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, live
 NAME = "pbs"
 # Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).
 TRANSIENT = scheduler.transient("pbs_connect", "cannot connect to server")
+
+# qstat exits with PBSE_UNKJOBID's low byte (15001 & 255 = 153) when an id was purged from
+# the server's history, and still prints the jobs it knows (qstat.c, pbs_error.h).
+PBSE_UNKJOBID = 15001
+PARTIAL_ANSWER = frozenset({PBSE_UNKJOBID & 0xFF})
 NAME_MAX = 230
 WARNING_SIGNAL = "USR1"  # the local backend's too
 QSTAT = ["env", "TZ=UTC0", "qstat"]

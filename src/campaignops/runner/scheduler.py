@@ -78,8 +78,10 @@ def call(
     sleep: Callable[[float], None] = time.sleep,
     submission: bool = False,
     retryable: re.Pattern[str] = TRANSIENT,
+    answered: frozenset[int] = frozenset(),
 ) -> Call:
     """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …); raise otherwise.
+    An exit status in ``answered`` with something on stdout is an answer (a partial one).
 
     A query that times out is retried like a transient error. A ``submission`` that times out
     is not: it raises OutcomeUnknown at once, since the job may be queued already.
@@ -99,7 +101,7 @@ def call(
                     "out; until then no_sibling counts it as queued",
                 ) from None
             proc = subprocess.CompletedProcess(list(argv), 124, "", "timed out")
-        if proc.returncode == 0:
+        if proc.returncode == 0 or (proc.returncode in answered and proc.stdout.strip()):
             return Call(argv=tuple(argv), stdout=proc.stdout, attempts=attempt)
         if proc.returncode == COMMAND_NOT_FOUND:
             program = _program(argv)

@@ -37,6 +37,8 @@ NAME = "slurm"
 WARNING_SIGNAL = script.WARNING_SIGNAL
 # Errors worth retrying: slurmctld busy or restarting (sbatch/squeue say so in these words).
 TRANSIENT = scheduler.transient("unable to contact slurm controller", "communication failure")
+
+PARTIAL_ANSWER: frozenset[int] = frozenset()  # sacct and squeue answer with exit 0
 EPOCH_TIMES = ["env", "SLURM_TIME_FORMAT=%s"]
 
 _SAFE = re.compile(r"[A-Za-z0-9_.,/:=@%+~-]+")  # needs no quotes on an #SBATCH line
