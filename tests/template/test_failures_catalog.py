@@ -207,7 +207,7 @@ def test_overlap_check_is_case_insensitive_and_respects_backends() -> None:
         ("(?:x|(?:ab)+)*", True),
         ("(?!.*(?:ab)+c*)ok", False),
         ("tasks? [\\d,-]+: Out Of Memory", False),
-        ("^(?!.*\\binodes?\\b).*No space left on device", False),
+        ("^(?!.*(?:\\binodes?\\b|Warning:)).*No space left on device", False),
         ("(?:CUDA|HIP) out of memory", False),
     ],
 )
@@ -354,3 +354,36 @@ def test_check_flags_a_catalog_whose_sample_drifted(
     result = run("check", "--select", "POLICY", "--format", "json")
     assert result.code == 1
     assert result.ids() == ["POLICY004"]
+
+
+def claimants(domain: str, line: str) -> set[str]:
+    """Ids of the entries of a rendered catalog with a matcher that matches `line`."""
+    return {
+        e["id"] for e in entries(domain) if any(re.search(p, line, FLAGS) for p in e["matchers"])
+    }
+
+
+# Lines that the catalog misread before matching became case-insensitive and order-free
+# (issue 9), with the one entry that must claim each (None: no entry may claim it).
+MISREAD = [
+    ("touch: cannot touch 'filename': No space left on device", "disk-full"),
+    ("Message:  The node was low on resource: inodes. ", "inode-exhaustion"),
+    ("run.sh: line 12: syntax error near unexpected token `('", "shell-syntax-error"),
+    ("scripts/run_one.v2.sh: line 40: syntax error: unexpected EOF", "wrapper-edited-mid-run"),
+    (
+        "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer",
+        None,
+    ),
+    ("rpc error: code = DeadlineExceeded desc = context deadline exceeded", None),
+    ("grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded while calling Predict", None),
+    ("srun: error: node7: tasks 1-3: Out Of Memory", "slurm-oom-kill"),
+    ("slurmstepd: error: Detected 3 oom_kill events in StepId=42.batch.", "slurm-oom-kill"),
+    ("Memory cgroup out of memory: Killed process 7 (python)", "oom-killer-cgroup"),
+    ("UserWarning: [Errno 28] No space left on device.  joblib will operate in serial mode", None),
+    ("{'loss': 1.2345, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}", None),
+]
+
+
+@pytest.mark.parametrize(("line", "entry"), MISREAD)
+def test_lines_misread_before_reach_the_right_entry(line: str, entry: str | None) -> None:
+    assert claimants("other", line) == ({entry} if entry else set())
