@@ -60,6 +60,8 @@ def record_failed_smoke(root: Path, entry: str) -> None:
 
 def test_a_lesson_from_a_diagnosed_job_keeps_the_campaign_clean(demo: Path, run) -> None:  # type: ignore[no-untyped-def]
     assert run("check").code == 0  # the template's LESSONS.md passes LESSON
+    # The template's file ends with the heading: a blank line, then the lesson.
+    at = len((demo / "LESSONS.md").read_text(encoding="utf-8").splitlines()) + 2
     entry = oom_gpu_entry(demo)
     record_failed_smoke(demo, entry)
     assert run("render").code == 0  # STATUS.md, as the refresh re-renders it
@@ -83,7 +85,7 @@ def test_a_lesson_from_a_diagnosed_job_keeps_the_campaign_clean(demo: Path, run)
     )
     assert (added.code, added.err) == (0, "")
     assert added.out == (
-        f"appended to LESSONS.md:18:\n{line}\nnext: commit it with the fix (git add LESSONS.md)\n"
+        f"appended to LESSONS.md:{at}:\n{line}\nnext: commit it with the fix (git add LESSONS.md)\n"
     )
     text = (demo / "LESSONS.md").read_text(encoding="utf-8")
     assert text.endswith(f"## Lessons\n\n{line}\n")
@@ -101,11 +103,12 @@ def test_a_lesson_from_a_diagnosed_job_keeps_the_campaign_clean(demo: Path, run)
 
 def test_a_hand_broken_line_is_a_finding(demo: Path, run) -> None:  # type: ignore[no-untyped-def]
     path = demo / "LESSONS.md"
+    at = len(path.read_text().splitlines()) + 2
     path.write_text(path.read_text() + "\n2026-11-20 - smoke died - fixed it - new\n")
     result = run("check")
     assert result.code == 1
     assert result.out.startswith(
-        "LESSONS.md:18:1: LESSON001 not a lesson line: 1 field(s) separated by ' · ', 4 expected\n"
+        f"LESSONS.md:{at}:1: LESSON001 not a lesson line: 1 field(s) separated by ' · ', 4 expected\n"
     )
 
 
