@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import atomic, layout, ledger, lessons
+from campaignops import atomic, layout, ledger, lessonjob, lessons
 from campaignops import policy as policy_mod
 from campaignops.errors import InputError, UsageError
 from campaignops.files import FileReader
@@ -34,7 +34,7 @@ class Added:
     text: str
     created_file: bool
     created_section: bool
-    job: lessons.JobRef | None
+    job: lessonjob.JobRef | None
 
 
 def catalog_ids(root: Path) -> tuple[str, ...]:
@@ -64,7 +64,7 @@ def catalog_ids(root: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def _entry(chosen: str, ref: lessons.JobRef | None, explicit: bool, root: Path) -> None:
+def _entry(chosen: str, ref: lessonjob.JobRef | None, explicit: bool, root: Path) -> None:
     if chosen == lessons.NEW:
         return
     known = catalog_ids(root)
@@ -86,14 +86,14 @@ def prepare(
     day: dt.date,
     job: str | None = None,
     entry: str | None = None,
-) -> tuple[lessons.Lesson, lessons.JobRef | None]:
+) -> tuple[lessons.Lesson, lessonjob.JobRef | None]:
     """The lesson to append, every field checked (UsageError, exit 2, otherwise). ``entry``
     wins over the job's diagnosis; with neither, the entry is ``new``."""
-    ref = lessons.find_job(ledger.read(root), job) if job is not None else None
+    ref = lessonjob.find_job(ledger.read(root), job) if job is not None else None
     if entry is not None:
         chosen = entry.strip()
     else:
-        chosen = lessons.entry_of(ref) if ref is not None else lessons.NEW
+        chosen = lessonjob.entry_of(ref) if ref is not None else lessons.NEW
     lesson = lessons.make(
         day=day, failed=failed, fixed=fixed, entry=chosen, job=ref.label if ref else None
     )
