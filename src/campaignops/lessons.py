@@ -100,12 +100,8 @@ def sanitize(text: str, *, limit: int = 120) -> str:
     text = _CONTROL.sub(" ", _BREAKS.sub(" ", text)).replace("·", "-")
     clean = " ".join(text.split()) or "?"
     if len(clean) > limit:
-        cut = (
-            clean[: limit - 1].rsplit(" ", 1)[0]
-            if " " in clean[: limit - 1]
-            else clean[: limit - 1]
-        )
-        clean = cut.rstrip() + "…"
+        head = clean[: limit - 1]
+        clean = (head.rsplit(" ", 1)[0] if " " in head else head).rstrip() + "…"
     return clean
 
 
