@@ -23,11 +23,11 @@ Prose above the section is free: 2026-99-99 · not · checked · here
 - 2026-11-20 | pipes | are not | the separator
 - 2026-11-20 · unknown entry · in the catalog · cuda-om
 - 2026-02-30 · impossible · date · new
-- 2026-11-22 · a day after · --today · new
+- 2026-11-23 · two days after · --today · new
 
 ### Grouped by month
 
-- 2026-11-21 · today · is not the future · new
+- 2026-11-22 · tomorrow · passes: a later time zone · new
 ```
 - 2026-11-21 · a fence · is not a lesson · new
 ```
@@ -79,7 +79,7 @@ def test_messages_columns_and_hints(campaign: Path, run: Run) -> None:
     assert found[12, "LESSON003"]["message"] == "date 2026-02-30 is not a calendar date"
     assert found[12, "LESSON003"]["col"] == 3
     assert found[13, "LESSON003"]["message"] == (
-        "date 2026-11-22 is in the future (today is 2026-11-21)"
+        "date 2026-11-23 is in the future (today is 2026-11-21)"
     )
 
 
