@@ -26,6 +26,7 @@ POLICY = "policy"
 LOCK = "lock"
 LEDGER = "ledger"
 GITATTRIBUTES = "gitattributes"
+LESSONS = "lessons"
 
 POLICY_FILE = "campaign.yaml"
 LOCK_FILE = ".campaign/wrappers.lock"
@@ -44,6 +45,7 @@ DEFAULT_GLOBS: Mapping[str, tuple[str, ...]] = {
     LOCK: (LOCK_FILE,),
     LEDGER: (LEDGER_FILE,),
     GITATTRIBUTES: (".gitattributes",),
+    LESSONS: ("LESSONS.md",),
 }
 # Kinds a policy may re-point; the rest are fixed by the format.
 CONFIGURABLE = (MANIFEST, BACKEND, QUEUE, SCRIPT, WRAPPER, MARKDOWN, FAILURES)

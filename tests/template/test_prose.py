@@ -20,7 +20,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from campaignops import blocks, cli, stamps
+from campaignops import blocks, cli, lessons, stamps
 from campaignops.checks import registry
 from campaignops.runner import script
 
@@ -44,7 +44,7 @@ CI = ("github", "gitlab", "both", "none")
 # The runner's commands: the contract of the next issue, written as the commands to use.
 RUNNER_COMMANDS = frozenset({"submit", "status", "new"})
 # Never to be mentioned: they do not exist and are not planned under these names.
-ABSENT_COMMANDS = ("campaign diagnose", "campaign lesson")
+ABSENT_COMMANDS = ("campaign diagnose",)
 VIEW_NAMES = frozenset({"backends", "failures", "stages", "jobs"})
 LINE_LIMITS = {"AGENTS.md": 150, "HPC_PLAYBOOK.md": 250}
 # Stamps are aged against a fixed day (as in tests/conftest.py) so the suite does not rot.
@@ -352,9 +352,9 @@ def test_rented_smoke_backend_needs_a_person() -> None:
 
 def test_lessons_has_the_format_and_no_entries() -> None:
     text = render("LESSONS.md", answers())
-    assert '`YYYY-MM-DD · what failed · what fixed it · (failures.yaml id or "new")`' in text
-    entries = [line for line in text.splitlines() if re.match(r"\d{4}-\d{2}-\d{2} ·", line)]
-    assert entries == []
+    assert f"`{lessons.FORMAT}`" in text
+    assert text.endswith(f"\n{lessons.SECTION}\n")
+    assert list(lessons.scan(text)) == []
 
 
 # --- the helpers catch what they are meant to catch ------------------------------------------

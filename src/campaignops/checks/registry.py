@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from campaignops.checks import eol, manifests, policy, queues, stale, views, wrappers
+from campaignops.checks import eol, lessons, manifests, policy, queues, stale, views, wrappers
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding
 from campaignops.errors import InputError, UsageError
@@ -24,7 +24,7 @@ class Family:
 FAMILIES: Mapping[str, Family] = MappingProxyType(
     {
         m.FAMILY: Family(name=m.FAMILY, summary=m.SUMMARY, codes=m.CODES, check=m.check)
-        for m in (manifests, stale, eol, wrappers, queues, views, policy)
+        for m in (manifests, stale, eol, wrappers, queues, views, policy, lessons)
     }
 )
 ALL_CODES: Mapping[str, Code] = MappingProxyType(
