@@ -7,6 +7,7 @@ Runs on the local backend and on the real Slurm cluster.
 from __future__ import annotations
 
 import json
+import shlex
 
 from tests.scenarios.conftest import Life
 
@@ -66,16 +67,31 @@ def test_a_gpu_oom_is_diagnosed_trips_the_breaker_and_a_fix_resets_it(life: Life
     status_md = (life.root / "STATUS.md").read_text()
     assert "| train | FAILED exit 1, oom-gpu (cuda-oom) (" in status_md
 
-    told = life.run("diagnose", first, "--today", "2026-11-24")
+    told = life.run("diagnose", first, "--today", "2026-11-21")
     assert told.code == 0, told.err
     assert "entry     cuda-oom (oom-gpu)" in told.out
     assert "fix       " in told.out and "micro-batch" in told.out
     assert "retry     after-fix" in told.out
-    assert "campaign lesson add 'PyTorch could not allocate GPU memory'" in told.out
-    as_json = json.loads(life.run("diagnose", first, "--format", "json").out)
+    assert (
+        "campaign lesson add 'PyTorch could not allocate GPU memory (CUDA, or HIP on ROCm builds)'"
+        in told.out
+    )
+    as_json = json.loads(
+        life.run("diagnose", first, "--format", "json", "--today", "2026-11-21").out
+    )
     assert (as_json["category"], as_json["entry"]) == ("oom-gpu", "cuda-oom")
     assert as_json["matches"][0]["text"].startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert as_json["lesson"].startswith(
+        f"- 2026-11-21 · PyTorch could not allocate GPU memory (CUDA, or HIP on ROCm builds) (job {first})"
+    )
     assert as_json["lesson"].endswith(" · cuda-oom")
+    # The offered command appends exactly that line, and the LESSON checks accept it.
+    argv = shlex.split(as_json["lesson_command"])
+    assert argv[:3] == ["campaign", "lesson", "add"]
+    added = life.run(*argv[1:], "--today", "2026-11-21")
+    assert added.code == 0, added.err
+    assert (life.root / "LESSONS.md").read_text().splitlines()[-1] == as_json["lesson"]
+    assert life.run("check", "--select", "LESSON").code == 0
     assert as_json["verdict"] == {"state": "FAILED", "exit_code": 1, "reason": None}
 
     # The same config fails twice more: the fourth try is refused, naming the three jobs and

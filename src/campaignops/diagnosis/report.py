@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger
+from campaignops import ledger, lessons
 from campaignops.diagnosis import catalog as catalog_mod
 from campaignops.diagnosis import logtext
 from campaignops.diagnosis.engine import Diagnosis, diagnose
@@ -188,31 +188,27 @@ def of_log(
     return _report(subject, found, today=today)
 
 
-def _first_sentence(text: str, limit: int = 100) -> str:
-    sentence = re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
-    sentence = " ".join(sentence.split()).replace(" · ", " - ")
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
 
 
 def _report(subject: Subject, found: Diagnosis, *, today: dt.date | None) -> Report:
+    """The lesson line ``campaign lesson add`` would append, and that command: what failed
+    (the entry's title, or the unknown failure's signature), the catalog's fix as a first
+    guess at what fixed it (edit it to what you did), the task, the entry or ``new``."""
     entry = found.entry
     if entry is not None:
-        what = _first_sentence(entry.title or entry.symptom)
-        fixed = _first_sentence(entry.fix)
+        failed = lessons.sanitize(_first_sentence(entry.title or entry.symptom), limit=100)
+        fixed = lessons.sanitize(_first_sentence(entry.fix), limit=100)
     else:
-        what = f"unexplained failure: {found.signature}"[:100]
-        fixed = "what you changed"
-    job = f" --job {_quote(subject.ref)}" if subject.ledger_id else ""
-    name = f" --entry {entry.id}" if entry is not None and not subject.ledger_id else ""
-    command = f"campaign lesson add {_quote(what)} {_quote(fixed)}{job}{name}"
-    day = (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
-    where = f" ({subject.ref})" if subject.ledger_id else ""
-    lesson = f"{day} · {what}{where} · {fixed} · {entry.id if entry else 'new'}"
-    return Report(subject=subject, diagnosis=found, lesson=lesson, lesson_command=command)
+        failed = lessons.sanitize(f"unexplained failure: {found.signature}", limit=100)
+        fixed = "WHAT FIXED IT"
+    entry_id = entry.id if entry is not None else lessons.NEW
+    job = subject.ref if subject.ledger_id else None
+    day = today or dt.datetime.now(dt.timezone.utc).date()
+    line = lessons.make(day=day, failed=failed, fixed=fixed, entry=entry_id, job=job).render()
+    command = lessons.command(failed=failed, fixed=fixed, job=job, entry=entry_id)
+    return Report(subject=subject, diagnosis=found, lesson=line, lesson_command=command)
 
 
 def as_json(report: Report) -> dict[str, Any]:
