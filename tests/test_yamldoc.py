@@ -142,44 +142,90 @@ def test_locator_on_unparseable_text_points_at_the_top() -> None:
 # --- the node budget counts the expanded tree ---------------------------------------------------
 
 
-def aliased(total: int) -> str:
-    """A flow sequence whose alias-expanded tree has exactly ``total`` nodes.
+def aliased(added: int) -> str:
+    """A flow sequence whose aliases add exactly ``added`` nodes to the tree (``added`` >= 0).
 
-    Nodes: the root, each alias of a 999-scalar list (1000 nodes each), plus loose scalars.
+    An alias of the anchored 999-scalar list adds 999 nodes (it is written as one); an alias
+    of the anchored one-scalar list adds 1.
     """
-    width = 999
-    copies, loose = divmod(total - 1, width + 1)
-    base = "[" + ", ".join(["0"] * width) + "]"
-    items = [f"&b {base}", *(["*b"] * (copies - 1)), *(["1"] * loose)]
+    copies, rest = divmod(added, 999)
+    items = [f"&b [{', '.join(['0'] * 999)}]", "&s [0]", *(["*b"] * copies), *(["*s"] * rest)]
     return "[" + ", ".join(items) + "]"
 
 
-def test_budget_allows_exactly_max_nodes() -> None:
-    text = aliased(yamldoc.MAX_NODES)
-    assert len(text) < yamldoc.MAX_NODES // 10  # small on disk: only the expansion is big
+def expanded(doc: object) -> int:
+    if isinstance(doc, list):
+        return 1 + sum(expanded(x) for x in doc)
+    return 1
+
+
+def test_budget_allows_exactly_max_alias_nodes() -> None:
+    text = aliased(yamldoc.MAX_ALIAS_NODES)
+    assert len(text) < yamldoc.MAX_ALIAS_NODES // 10  # small on disk: only the expansion is big
     doc = load(text)
-    assert isinstance(doc, list)
-    assert 1 + sum(1 + (len(x) if isinstance(x, list) else 0) for x in doc) == yamldoc.MAX_NODES
+    written = 1 + 2 + 999 + 1 + (len(doc) - 2)  # root, its slots, the two anchored lists' items
+    assert expanded(doc) - written == yamldoc.MAX_ALIAS_NODES
 
 
-def test_budget_refuses_one_node_more() -> None:
-    with pytest.raises(InputError, match="alias bomb"):
-        load(aliased(yamldoc.MAX_NODES + 1))
+def test_budget_refuses_one_alias_node_more() -> None:
+    with pytest.raises(InputError, match="alias bomb") as exc:
+        load(aliased(yamldoc.MAX_ALIAS_NODES + 1))
+    assert str(exc.value).startswith(
+        f"m.yaml: YAML aliases add {yamldoc.MAX_ALIAS_NODES + 1:,} nodes to the document; "
+        f"the limit is {yamldoc.MAX_ALIAS_NODES:,} nodes added by aliases"
+    )
 
 
 def test_budget_counts_aliases_in_mappings() -> None:
-    copies = yamldoc.MAX_NODES // 1000 + 1
+    copies = yamldoc.MAX_ALIAS_NODES // 999 + 1
     base = "[" + ", ".join(["0"] * 999) + "]"
     text = f"a: &b {base}\n" + "".join(f"k{i}: *b\n" for i in range(copies))
     with pytest.raises(InputError, match="alias bomb"):
         load(text)
 
 
+def test_many_written_nodes_are_no_alias_bomb() -> None:
+    # 51,000 explicit jobs were refused as an alias bomb: nodes were counted, not aliases.
+    items = ", ".join(["0"] * (yamldoc.MAX_ALIAS_NODES + 1))
+    assert len(load(f"x: [{items}]\n")["x"]) == yamldoc.MAX_ALIAS_NODES + 1  # type: ignore[index]
+
+
 def test_nesting_at_the_limit_loads_and_one_deeper_is_refused() -> None:
     depth = yamldoc.MAX_DEPTH
     assert load("[" * depth + "]" * depth) is not None
-    with pytest.raises(InputError, match="nests deeper"):
+    with pytest.raises(InputError, match="nests deeper") as exc:
         load("[" * (depth + 1) + "]" * (depth + 1))
+    assert str(exc.value).startswith(f"m.yaml:1:{depth + 1}: YAML nests deeper than {depth} levels")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("[" * 30_000 + "]" * 30_000, "1:65"),  # past the C stack of libyaml's composer
+        ("a:\n" + "".join(f"{' ' * i}- \n" for i in range(30_000)), "65:64"),  # block
+        ("a: 1\n" + "- " * 30_000 + "x\n", None),  # a syntax error comes first: reported
+    ],
+)
+def test_nesting_far_past_the_limit_is_refused_before_composing(
+    text: str, where: str | None
+) -> None:
+    if where is None:
+        with pytest.raises(YamlSyntaxError):
+            load(text)
+        return
+    with pytest.raises(InputError, match=rf"^m\.yaml:{where}: YAML nests deeper"):
+        load(text)
+
+
+def test_nesting_through_aliases_has_no_place() -> None:
+    chain = "a0: &a0 [0]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 80))
+    with pytest.raises(InputError, match=r"^m\.yaml: YAML nests deeper .* \(through aliases\)"):
+        load(chain)
+
+
+def test_front_matter_offset_places_the_limit_in_the_file() -> None:
+    with pytest.raises(InputError, match=r"^p\.md:3:67: YAML nests"):
+        yamldoc.load("a: 1\nb: " + "[" * 70 + "]" * 70, path="p.md", line_offset=1)
 
 
 def test_recursive_alias_is_refused() -> None:

@@ -20,6 +20,15 @@ PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # ${UPPER_CASE} names that are not grid keys are left to the shell (environment variables).
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 MAX_TARGETS = 100_000
+# A target id: one word, safe in a job name, a file name and a #LOCAL/#SBATCH line. The schema
+# holds this pattern for written ids; ids a grid expands to are checked against it (fullmatch:
+# the schema's `$` lets a trailing newline through in Python's re).
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
+MAX_ID = 200
+# An args key goes on the command line unquoted, as `--key`: an option name, nothing a shell reads.
+OPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+ID_FORM = "letters, digits and . _ + = -, starting with a letter or digit"
+OPTION_FORM = "letters, digits and _ . -, starting with a letter or _"
 
 Where = tuple[str | int, ...]
 
@@ -89,6 +98,41 @@ def substitute(value: Any, cell: Mapping[str, Any]) -> Any:
 
 def grid_size(grid: Mapping[str, Sequence[Any]]) -> int:
     return math.prod(len(v) for v in grid.values()) if grid else 0
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a target id, or None."""
+    if len(value) > MAX_ID:
+        return f"is {len(value)} characters long; ids have at most {MAX_ID}"
+    if not ID.fullmatch(value):
+        return f"is not an id ({ID_FORM})"
+    return None
+
+
+def option_problem(key: object) -> str | None:
+    """Why ``key`` cannot be an args key (``--key`` on the command line), or None."""
+    if not isinstance(key, str) or not OPTION.fullmatch(key):
+        return f"is not an option name ({OPTION_FORM})"
+    return None
+
+
+def arg_keys(doc: Mapping[str, Any]) -> Iterator[tuple[Where, Any]]:
+    """Every args key the runner puts on a command line, with its YAML path: jobs', templates'
+    and ``smoke.args``'s."""
+    for block in blocks(doc):
+        jobs_at: Where = (*block.at, "jobs") if block.phase else ("jobs",)
+        for j, job in enumerate(block.jobs):
+            for key in _mapping(job.get("args")):
+                yield (*jobs_at, j, "args", key), key
+        for key in _mapping(block.template.get("args")):
+            yield (*block.at, "template", "args", key), key
+    smoke = doc.get("smoke")
+    for key in _mapping(smoke.get("args") if isinstance(smoke, Mapping) else None):
+        yield ("smoke", "args", key), key
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def blocks(doc: Mapping[str, Any]) -> list[Block]:

@@ -42,7 +42,7 @@ def front_matter(text: str, *, path: str) -> dict[str, Any]:
     if found is None:
         return {}
     try:
-        data = yamldoc.load(found.text, path=path)
+        data = yamldoc.load(found.text, path=path, line_offset=found.first_line - 1)
     except YamlSyntaxError as exc:
         raise InputError(
             path=path,

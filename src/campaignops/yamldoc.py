@@ -2,8 +2,15 @@
 
 The fast path keeps every scalar JSON-shaped (no timestamp resolution, so ``2026-06-01`` stays a
 string as it would in JSON), refuses duplicate keys (PyYAML silently keeps the last one), and
-refuses documents whose aliases expand past a node budget or that nest too deeply, because the
+refuses documents whose aliases add more than a node budget or that nest too deeply, because the
 validators walk the expanded tree and a billion-laughs file would otherwise hang them.
+
+Nesting is bounded *before* libyaml composes: its composer recurses in C once per level, so
+``'[' * 30000`` overflows the C stack (SIGSEGV) where no RecursionError can catch it. Every
+collection is opened by one indicator character of its own (``[ { - : ?``), so a text with fewer
+than ``_SCAN_FROM`` of them cannot nest that deep and loads directly; any other text is first
+walked as a stream of parser events (libyaml's parser keeps its states on a heap stack, no
+recursion), which finds the first collection past MAX_DEPTH with its line and column.
 """
 
 from __future__ import annotations
@@ -16,8 +23,14 @@ import yaml
 
 from campaignops.errors import InputError, YamlSyntaxError
 
-MAX_NODES = 200_000
+# Nodes that aliases may add to a document (its expanded tree minus the nodes written out).
+MAX_ALIAS_NODES = 200_000
 MAX_DEPTH = 64
+# Below this many indicator characters a text cannot nest deep enough to exhaust the C stack
+# (libyaml's composer overflowed an 8 MiB stack between 20,000 and 25,000 levels).
+_SCAN_FROM = 1000
+_INDICATORS = "[{-:?"
+_DEPTH_HINT = "flatten the document; campaign files never need deep nesting"
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -85,8 +98,59 @@ _JsonLoader.yaml_constructors = {
 }
 
 
-def load(text: str, *, path: str) -> Any:
-    """Parse one YAML document from ``text``. Raises YamlSyntaxError or InputError (hostile)."""
+class YamlLimitError(InputError):
+    """A document past one of this module's limits, at ``line``:``col`` of its file."""
+
+    def __init__(self, *, path: str, line: int, col: int, message: str, hint: str) -> None:
+        super().__init__(path=path, message=message, hint=hint)
+        self.line = line
+        self.col = col
+        self.message = f"{path}:{line}:{col}: {message}"
+        self.args = (self.message,)
+
+
+def _too_deep(path: str, where: tuple[int, int] | None, line_offset: int) -> InputError:
+    message = f"YAML nests deeper than {MAX_DEPTH} levels, the limit of this tool"
+    if where is None:  # only aliases nest this deep: no single place in the text does
+        return InputError(path=path, message=f"{message} (through aliases)", hint=_DEPTH_HINT)
+    return YamlLimitError(
+        path=path, line=where[0] + line_offset, col=where[1], message=message, hint=_DEPTH_HINT
+    )
+
+
+def first_too_deep(text: str) -> tuple[int, int] | None:
+    """1-based line:col of the first collection nested past MAX_DEPTH, or None (also when the
+    text stops parsing before one: the loader reports that syntax error with its position).
+
+    Walks libyaml's events, which needs no recursion at any depth."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Base):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                mark = event.start_mark
+                if depth > MAX_DEPTH and mark is not None:
+                    return (mark.line + 1, mark.column + 1)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+def _may_nest_deeply(text: str) -> bool:
+    return sum(text.count(c) for c in _INDICATORS) >= _SCAN_FROM
+
+
+def load(text: str, *, path: str, line_offset: int = 0) -> Any:
+    """Parse one YAML document from ``text``. Raises YamlSyntaxError or InputError (hostile).
+
+    ``line_offset`` places limit errors in the file when ``text`` starts after its first line
+    (front matter); syntax errors stay relative to ``text``, as callers expect."""
+    if _may_nest_deeply(text):
+        where = first_too_deep(text)
+        if where is not None:
+            raise _too_deep(path, where, line_offset)
     try:
         data = yaml.load(text, Loader=_JsonLoader)
     except yaml.MarkedYAMLError as exc:
@@ -97,24 +161,32 @@ def load(text: str, *, path: str) -> Any:
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(path=path, line=1, col=1, problem=str(exc)) from None
     except RecursionError:
-        raise InputError(
-            path=path,
-            message=f"YAML nests deeper than this tool accepts ({MAX_DEPTH} levels)",
-            hint="flatten the document; campaign files never need deep nesting",
-        ) from None
+        raise _too_deep(path, first_too_deep(text), line_offset) from None
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
         # PyYAML's constructors raise plain exceptions for explicit tags with bad values
         # (`!!int abc`, `!!bool maybe`); they carry no position.
         raise YamlSyntaxError(
             path=path, line=1, col=1, problem=f"a tagged value cannot be built ({exc!r})"
         ) from None
-    _measure(data, path=path)
+    try:
+        _measure(data, path=path)
+    except _TooDeepError:
+        raise _too_deep(path, first_too_deep(text), line_offset) from None
     return data
 
 
+class _TooDeepError(Exception):
+    """Raised by _measure; load() locates the nesting in the text (only on this failure path)."""
+
+
 def _measure(data: Any, *, path: str) -> None:
-    """Count nodes as the validators will see them (aliases expanded) without expanding them."""
-    sizes: dict[int, int] = {}
+    """Check what aliases add to the tree the validators will walk, without expanding it.
+
+    A document without aliases is as big as its text (bounded by the file size limit), however
+    many nodes it has; only the nodes an alias adds beyond its anchor (``expanded - written``)
+    count against MAX_ALIAS_NODES, so 51,000 explicit jobs load and a billion laughs does not."""
+    sizes: dict[int, int] = {}  # expanded size of each distinct container
+    written = 1  # the root, plus every child slot of every distinct container (an alias is one)
     on_stack: set[int] = set()
     stack: list[tuple[Any, int, bool]] = [(data, 1, False)]
     while stack:
@@ -122,16 +194,11 @@ def _measure(data: Any, *, path: str) -> None:
         if not isinstance(node, (dict, list)):
             continue
         key = id(node)
+        kids = node.values() if isinstance(node, dict) else node
         if children_done:
-            kids = node.values() if isinstance(node, dict) else node
             sizes[key] = 1 + sum(sizes.get(id(k), 1) for k in kids)
+            written += len(node)
             on_stack.discard(key)
-            if sizes[key] > MAX_NODES:
-                raise InputError(
-                    path=path,
-                    message=f"YAML expands to more than {MAX_NODES:,} nodes (alias bomb?)",
-                    hint="remove the nested aliases; write the values out",
-                )
             continue
         if key in on_stack:
             raise InputError(
@@ -142,15 +209,18 @@ def _measure(data: Any, *, path: str) -> None:
         if key in sizes:
             continue
         if depth > MAX_DEPTH:
-            raise InputError(
-                path=path,
-                message=f"YAML nests deeper than this tool accepts ({MAX_DEPTH} levels)",
-                hint="flatten the document; campaign files never need deep nesting",
-            )
+            raise _TooDeepError
         on_stack.add(key)
         stack.append((node, depth, True))
-        kids = node.values() if isinstance(node, dict) else node
         stack.extend((k, depth + 1, False) for k in kids)
+    added = sizes.get(id(data), 1) - written
+    if added > MAX_ALIAS_NODES:
+        raise InputError(
+            path=path,
+            message=f"YAML aliases add {added:,} nodes to the document; the limit is "
+            f"{MAX_ALIAS_NODES:,} nodes added by aliases (an alias bomb?)",
+            hint="remove the nested aliases; write the values out",
+        )
 
 
 _BREAK = re.compile(r"\r\n|\r|\n")
@@ -188,6 +258,8 @@ class Locator:
     def _compose(self) -> yaml.Node | None:
         if not self._loaded:
             self._loaded = True
+            if _may_nest_deeply(self._text) and first_too_deep(self._text) is not None:
+                return None  # composing would recurse past the C stack
             try:
                 self._root = yaml.compose(self._text, Loader=_MarksLoader)
             except (yaml.YAMLError, RecursionError):  # positions then fall back to the top

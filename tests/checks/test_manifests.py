@@ -471,3 +471,18 @@ def test_a_precondition_key_the_script_would_not_read_is_a_schema_error(
     result = man(run, rel)
     assert result.where() == [(rel, 2, "MAN001")]
     assert "min_size" in str(result.json()["findings"][0]["message"])
+
+
+def test_a_job_id_or_args_key_with_a_trailing_newline_is_man015(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # The schema's `$` matches before a final newline under Python's re: MAN015 matches whole.
+    text = 'jobs:\n  - id: "a\\n"\n    cmd: "true"\n    args: {"lr\\n": 1, ok: 2}\n'
+    rel = write(campaign, "nl.yaml", text)
+    result = man(run, rel)
+    assert result.where() == [(rel, 2, "MAN015"), (rel, 4, "MAN015")]
+    messages = [str(f["message"]) for f in result.json()["findings"]]
+    assert messages == [
+        "target id 'a\\n' is not an id "
+        "(letters, digits and . _ + = -, starting with a letter or digit)",
+        "jobs.0.args key 'lr\\n' is not an option name "
+        "(letters, digits and _ . -, starting with a letter or _)",
+    ]

@@ -220,6 +220,22 @@ def test_render_refuses_what_cannot_be_a_script(change: dict[str, Any], words: s
     assert words in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "separator", ["\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+)
+def test_render_refuses_every_line_separator_in_a_directive(separator: str) -> None:
+    # parse_directives splits as str.splitlines: a U+2028 in an id cut the job name short.
+    name = f"c.wi{separator}de.smoke"
+    job = JobSpec(name=name, workdir="/w", tasks=("true",))
+    with pytest.raises(local.LocalBackendError) as info:
+        local.render(job)
+    assert str(info.value) == (
+        f"job {name!r}: job-name {name!r} cannot be one #LOCAL line\n"
+        "  hint: names, comments and paths must be non-empty single lines (no line or "
+        "paragraph separators)"
+    )
+
+
 def test_submit_refuses_unknown_directive_and_unknown_parent(root: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.sh"
     bad.write_text(

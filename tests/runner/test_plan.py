@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from campaignops import queuefile, walltime, yamldoc
@@ -261,3 +263,18 @@ def test_the_experiment_queue_gpu_list_is_one_gpu_per_task_and_caps_the_array() 
         doc=doc(smoke), manifest_path="m.yaml", stage="smoke", policy=POLICY, workdir="/c"
     )
     assert cpu.spec.resources.gpus == 0
+
+
+@pytest.mark.parametrize(
+    "key", ["epochs; touch runs/X; echo", "epochs\n", "-rf", "a b", "é", "x\u2028y"]
+)
+def test_an_args_key_that_is_no_option_name_never_reaches_the_command(key: str) -> None:
+    # The schema refuses such keys in a checked manifest; the planner is the last door.
+    text = GRID.replace("args: {epochs: 2}", "args: {" + json.dumps(key) + ": 1}")
+    with pytest.raises(UsageError) as info:
+        plan.plan(doc=doc(text), manifest_path="m.yaml", stage="smoke", policy=POLICY, workdir="/c")
+    assert str(info.value) == (
+        f"target 'lr0.1': args key {key!r} is not an option name "
+        "(letters, digits and _ . -, starting with a letter or _)\n"
+        "  hint: each key becomes --key on the command line: rename it"
+    )

@@ -86,7 +86,15 @@ CODES = code_table(
         message="{what} {problem}",
         hint="{fix}",
     ),
+    Code(
+        id="MAN015",
+        message="{what} {value!r} {problem}",
+        hint="{fix}",
+    ),
 )
+
+ID_FIX = "change the id (for a grid: template.id or the grid values) to one word"
+OPTION_FIX = "each key becomes --key on the command line: rename it"
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
@@ -128,6 +136,7 @@ def check_document(
     yield from _phases(rel, doc, loc)
     yield from _queue(rel, doc, loc)
     yield from _keys(rel, doc, loc)
+    yield from _arg_keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
@@ -212,6 +221,17 @@ def _queue(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
             yield CODES["MAN011"].at(rel, line, col, problem=problem, fix=QUEUE_SMOKE)
 
 
+def _arg_keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+    for where, key in manifest.arg_keys(doc):
+        problem = manifest.option_problem(key)
+        if problem is not None:
+            line, col = loc.at(where, key=True)
+            what = ".".join(str(w) for w in where[:-1]) + " key"
+            yield CODES["MAN015"].at(
+                rel, line, col, what=what, value=key, problem=problem, fix=OPTION_FIX
+            )
+
+
 def _keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
     """Keys the runner does not run, preconditions it could not check, outputs it would ignore."""
     for where, shown, why in manifest_keys.not_run(doc):
@@ -257,7 +277,19 @@ def _targets(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding
     dup_reported: set[tuple[str | int, ...]] = set()
     out_reported: set[tuple[str | int, ...]] = set()
     bad_reported: set[tuple[str | int, ...]] = set()
+    id_reported: set[tuple[str | int, ...]] = set()
     for t in manifest.targets(doc):
+        wrong = manifest.id_problem(t.id)
+        if wrong is not None and t.id_at not in id_reported:
+            if t.cell:
+                id_reported.add(t.id_at)
+            line, col = loc.at(t.id_at)
+            # The cell's values as repr: one holding a line separator must not split the report.
+            cell = ", ".join(f"{k}={v!r}" for k, v in t.cell.items())
+            what = f"target id (grid cell {cell})" if t.cell else "target id"
+            yield CODES["MAN015"].at(
+                rel, line, col, what=what, value=t.id, problem=wrong, fix=ID_FIX
+            )
         if t.id in first_id and t.id_at not in dup_reported:
             if t.cell:
                 dup_reported.add(t.id_at)

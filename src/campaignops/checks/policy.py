@@ -96,7 +96,7 @@ def _backend_page(ctx: CheckContext, rel: str) -> Iterator[Finding]:
         return
     offset = fm.first_line - 1
     try:
-        data = yamldoc.load(fm.text, path=rel)
+        data = yamldoc.load(fm.text, path=rel, line_offset=offset)
     except YamlSyntaxError as exc:
         yield CODES["POLICY003"].at(rel, exc.line + offset, exc.col, problem=exc.problem)
         return

@@ -41,10 +41,9 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(text, file=out)
     if args.format != "json":
         for problem in result.problems:
-            print(
-                f"campaign: error: {display(problem.path)}: {problem.message.split(': ', 1)[-1]}",
-                file=err,
-            )
+            # What follows the path: ": why", or ":line:col: why" for a YAML limit.
+            rest = problem.message.removeprefix(problem.path)
+            print(f"campaign: error: {display(problem.path)}{rest}", file=err)
             if problem.hint:
                 print(f"  hint: {problem.hint}", file=err)
     if result.problems:

@@ -110,10 +110,14 @@ def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
         mem_bytes(spec.resources.mem)  # refused here, not by the executor later
         lines.append(("mem", str(spec.resources.mem)))
     for key, value in lines:
-        if not value or "\n" in value or "\r" in value:
+        # parse_directives splits the script as str.splitlines does: on \n and \r, and also on
+        # \v, \f, \x1c-\x1e, \x85, U+2028 and U+2029. Any of them in a value would cut it short
+        # (an id with U+2028 gave the executor a truncated job name) and start a line of its own.
+        if not value or value.splitlines() != [value]:
             raise LocalBackendError(
                 message=f"job {spec.name!r}: {key} {value!r} cannot be one #LOCAL line",
-                hint="names, comments and paths must be non-empty single lines",
+                hint="names, comments and paths must be non-empty single lines (no line or "
+                "paragraph separators)",
             )
     return lines
 

@@ -52,7 +52,7 @@ from campaignops.runner.localjobs import (
     submit,
     write_json,
 )
-from campaignops.runner.localstate import list_jobs, view
+from campaignops.runner.localstate import jobs, view
 from campaignops.runner.spec import FINISHED, TASK_INDEX
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
@@ -332,14 +332,16 @@ def _cmd_status(args: argparse.Namespace) -> None:
 
 def _cmd_siblings(args: argparse.Namespace) -> None:
     root, names = Path(args.state), set(args.names)
-    views = [view(root, j) for j in list_jobs(root)]
+    views, broken = jobs(root)
     # No names: every job (the no_sibling gate matches them to targets itself).
     keep = [
         v
         for v in views
         if (not names or v["name"] in names) and (args.all or v["state"] not in FINISHED)
     ]
-    print(json.dumps({"jobs": keep}))
+    print(json.dumps({"jobs": keep, "skipped": broken}))
+    for why in broken:
+        print(f"localexec siblings: {why}", file=sys.stderr)
 
 
 def _cmd_cancel(args: argparse.Namespace) -> None:

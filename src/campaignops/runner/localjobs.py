@@ -36,7 +36,9 @@ from campaignops.runner.localstate import (
     job_number,
     list_jobs,
     lost,
-    read_json,
+    read_job,
+    read_state,
+    skipped,
     started_by,
 )
 from campaignops.runner.spec import FINISHED
@@ -84,7 +86,7 @@ def _allocate(root: Path) -> str:
 def submit(root: Path, script: Path) -> str:
     text = script.read_text(encoding="utf-8")
     directives = parse_directives(text)
-    unknown = [p for p in directives.after if not (root / p / "job.json").exists()]
+    unknown = [p for p in directives.after if isinstance(read_job(root / p), str)]
     if unknown:
         raise LocalBackendError(
             message=f"job dependency problem: no local job {', '.join(unknown)}",
@@ -124,11 +126,23 @@ def cancelled_tasks(job_dir: Path) -> set[int]:
     return {int(line) for line in text.split() if line.isdigit()}
 
 
+def _state(root: Path, job_id: str) -> dict[str, Any] | None:
+    """The job's state.json for a cancel; a broken one is refused, not overwritten."""
+    state = read_state(root / job_id)
+    if isinstance(state, str):
+        raise LocalBackendError(
+            message=skipped(root, job_id, state).replace("skipped", "cannot cancel", 1),
+            hint="its executor is gone or its files were damaged: remove the directory",
+        )
+    return state
+
+
 def cancel_task(root: Path, job_id: str, index: int) -> None:
     """Cancel one array task: the executor stops it (or never starts it); with no executor
     left, the task's end is written here."""
     job_dir = root / job_id
-    size = int((read_json(job_dir / "job.json") or {}).get("size", 1))
+    job = read_job(job_dir)
+    size = job["size"] if isinstance(job, dict) else 1
     if index >= size:
         raise LocalBackendError(message=f"local job {job_id} has no task {index} (0-{size - 1})")
     fd = os.open(job_dir / TASK_CANCELS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -136,7 +150,7 @@ def cancel_task(root: Path, job_id: str, index: int) -> None:
         os.write(fd, f"{index}\n".encode("ascii"))  # one short append: never torn
     finally:
         os.close(fd)
-    state = read_json(job_dir / "state.json")
+    state = _state(root, job_id)
     if state is None or state["state"] in FINISHED:
         return
     pid = state.get("executor_pid")
@@ -154,7 +168,7 @@ def cancel(root: Path, job_id: str) -> None:
     """Cancel a job (``<id>``) or one of its array tasks (``<id>_<index>``)."""
     base, _, index = job_id.partition("_")
     job_dir = root / base
-    if not JOB_ID.fullmatch(base) or not (job_dir / "job.json").exists():
+    if not JOB_ID.fullmatch(base) or isinstance(read_job(job_dir), str):
         raise LocalBackendError(message=f"no local job {base} under {root}")
     if index:
         if not index.isdigit():
@@ -162,7 +176,7 @@ def cancel(root: Path, job_id: str) -> None:
         cancel_task(root, base, int(index))
         return
     (job_dir / "cancel").touch()
-    state = read_json(job_dir / "state.json")
+    state = _state(root, base)
     if state is not None and state["state"] in FINISHED:
         return
     pid = state.get("executor_pid") if state else started_by(job_dir / STARTED_BY)

@@ -4,6 +4,11 @@
 localexec's docstring); this module reads them for ``status``, ``siblings``, dependency waits
 and ``cancel``: a job's view, whether its executor is still alive, and the end written on
 behalf of one that is gone.
+
+A job directory can be broken: a ``submit`` killed between ``mkdir`` and its ``job.json``, a full
+disk, a hand edit. Such an entry is skipped (listed with the reason by ``siblings``, UNKNOWN with
+the reason to ``status``) and never stops the readers: one stray ``local-7/`` once made every
+later submit, dry run and refresh fail with a traceback.
 """
 
 from __future__ import annotations
@@ -14,15 +19,91 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.runner.local import JOB_ID, STARTED_BY
-from campaignops.runner.spec import FINISHED
+from campaignops.runner.spec import FINISHED, STATES
+
+# job.json as localjobs.submit writes it: the keys readers use, with their types.
+_JOB_KEYS: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "comment": (str,),
+    "submitted": (str,),
+    "timelimit": (str, type(None)),
+    "size": (int,),
+}
+_KIND = {str: "a string", int: "an integer"}
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from ``path``, or None when it is absent or not one (unreadable, not
+    UTF-8, not JSON, not an object): callers treat all of those as missing."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return None
     return data if isinstance(data, dict) else None
+
+
+def _problem(path: Path) -> str:
+    """Why read_json(path) gave None (only called on that failure path)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"no {path.name}"
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{path.name} cannot be read ({exc.__class__.__name__})"
+    try:
+        json.loads(text)
+    except ValueError:
+        return f"{path.name} is not JSON"
+    return f"{path.name} is not a JSON object"
+
+
+def read_job(job_dir: Path) -> dict[str, Any] | str:
+    """``job_dir``'s job.json with every key readers use, of its type; else why not (a str)."""
+    job = read_json(job_dir / "job.json")
+    if job is None:
+        return _problem(job_dir / "job.json")
+    for key, kinds in _JOB_KEYS.items():
+        if key not in job:
+            return f"job.json has no {key!r}"
+        value = job[key]
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            return f"job.json: {key!r} is {value!r}, not {_KIND[kinds[0]]}"
+    if job["size"] < 1:
+        return f"job.json: 'size' is {job['size']}, not a task count"
+    return job
+
+
+def read_state(job_dir: Path) -> dict[str, Any] | str | None:
+    """``job_dir``'s state.json (None before the executor's first write); else why not (a str).
+
+    The executor writes it atomically, so a broken one was broken by someone else: its job's
+    state is unknown rather than guessed."""
+    path = job_dir / "state.json"
+    if not path.exists():
+        return None
+    state = read_json(path)
+    if state is None:
+        return _problem(path)
+    if state.get("state") not in STATES:
+        return f"state.json: 'state' is {state.get('state')!r}, not a job state"
+    tasks = state.get("tasks", [])
+    if not isinstance(tasks, list) or not all(
+        isinstance(t, dict)
+        and isinstance(t.get("index"), int)
+        and not isinstance(t.get("index"), bool)
+        and t.get("state") in STATES
+        for t in tasks
+    ):
+        return "state.json: 'tasks' is not a list of tasks with an index and a state"
+    pid = state.get("executor_pid")
+    if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
+        return f"state.json: 'executor_pid' is {pid!r}, not a process id"
+    return {**state, "tasks": tasks}
+
+
+def skipped(root: Path, base: str, why: str) -> str:
+    """How a broken job directory is reported: its place as the user sees it, and why."""
+    return f"skipped {root.parent.name}/{root.name}/{base}: {why}"
 
 
 def alive(pgid: object) -> bool:
@@ -55,19 +136,25 @@ def lost(state: dict[str, Any], end: str, reason: str) -> dict[str, Any]:
 
 
 def view(root: Path, job_id: str) -> dict[str, Any]:
-    """What ``status`` prints for ``<id>`` or ``<id>_<index>`` (JobState's fields + reason)."""
+    """What ``status`` prints for ``<id>`` or ``<id>_<index>`` (JobState's fields + reason);
+    UNKNOWN, with the reason, for a job this clone does not have or whose files are broken."""
     base, _, index = job_id.partition("_")
-    job = read_json(root / base / "job.json") if JOB_ID.fullmatch(base) else None
-    if job is None:
+    if not JOB_ID.fullmatch(base) or not (root / base).is_dir():
         return {"job_id": job_id, "state": "UNKNOWN"}
-    path = root / base / "state.json"
+    job = read_job(root / base)
+    if isinstance(job, str):
+        return {"job_id": job_id, "state": "UNKNOWN", "reason": skipped(root, base, job)}
     cancelled = (root / base / "cancel").exists()
-    state = read_json(path) or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
+    state = read_state(root / base)
+    if isinstance(state, str):
+        return {"job_id": job_id, "state": "UNKNOWN", "reason": skipped(root, base, state)}
+    state = state or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
     if "executor_pid" not in state:
         state = {**state, "executor_pid": started_by(root / base / STARTED_BY)}
     unfinished = state["state"] not in FINISHED and state["executor_pid"] is not None
     if unfinished and not alive(state["executor_pid"]):
-        state = read_json(path) or state  # it may have written its end just before exiting
+        again = read_state(root / base)  # it may have written its end just before exiting
+        state = again if isinstance(again, dict) else state
         if state["state"] not in FINISHED:
             end = "CANCELLED" if cancelled else "NODE_FAIL"
             state = lost(state, end, "cancelled" if cancelled else "executor gone")
@@ -75,11 +162,7 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     head |= {"name": job["name"], "comment": job["comment"]}
     keys = ("state", "exit_code", "started", "ended", "elapsed_s", "reason")
     if not index:
-        own = [
-            {"index": t["index"]} | {k: t.get(k) for k in keys}
-            for t in state["tasks"]
-            if isinstance(t, dict) and isinstance(t.get("index"), int)
-        ]
+        own = [{"index": t["index"]} | {k: t.get(k) for k in keys} for t in state["tasks"]]
         return head | {k: state.get(k) for k in keys} | {"tasks": own}
     # Before the executor's first write, a task is as PENDING (or CANCELLED) as its job.
     tasks = {str(t["index"]): t for t in state["tasks"]} or {
@@ -97,6 +180,19 @@ def started_by(path: Path) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() else None
+
+
+def jobs(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every job of this clone as ``view`` shows it, and the broken entries skipped (why)."""
+    shown: list[dict[str, Any]] = []
+    broken: list[str] = []
+    for job_id in list_jobs(root):
+        found = view(root, job_id)
+        if "name" in found:
+            shown.append(found)
+        else:
+            broken.append(found.get("reason") or skipped(root, job_id, "not a directory"))
+    return shown, broken
 
 
 def list_jobs(root: Path) -> list[str]:

@@ -132,6 +132,12 @@ def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, 
             )
         fields = " ".join(shlex.quote(str(args[k])) for k in manifest.QUEUE_FIELDS if k in args)
         return _written(base) + f" {fields}"
+    bad = [k for k in args if manifest.option_problem(k) is not None]
+    if bad:  # the MAN checks refuse them first; this is the last door before the shell
+        raise UsageError(
+            message=f"target {target.id!r}: args key {bad[0]!r} {manifest.option_problem(bad[0])}",
+            hint="each key becomes --key on the command line: rename it",
+        )
     flags = " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in args.items())
     return _written(base) + (f" {flags}" if flags else "")
 
