@@ -52,6 +52,20 @@ def test_an_error_line_outranks_nccls_warnings_even_when_it_comes_later() -> Non
     assert diagnose(text)[0] == "oom-gpu"
 
 
+@pytest.mark.parametrize(
+    ("code", "entry"),
+    [
+        ("2", "nccl-unhandled-system-error"),
+        ("3", "nccl-internal-error"),
+        ("6", "nccl-remote-error"),
+        ("7", None),  # ncclInProgress: not an error
+    ],
+)
+def test_the_return_code_of_nccls_trace_picks_the_entry(code: str, entry: str | None) -> None:
+    line = f"n1:5:6 [0] NCCL INFO transport/net.cc:288 -> {code}"
+    assert diagnose(line) == (("nccl", entry) if entry else (None, None))
+
+
 def test_healthy_nccl_info_lines_with_arrows_are_not_a_trace() -> None:
     channel = "node3:811:811 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0"
     success_trace = "node3:811:902 [2] NCCL INFO proxy.cc:698 -> 0"
