@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
+from campaignops import layout, safetext
 from campaignops.checks import context, registry, report
 
 
@@ -41,12 +41,12 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(text, file=out)
     if args.format != "json":
         for problem in result.problems:
-            print(
-                f"campaign: error: {display(problem.path)}: {problem.message.split(': ', 1)[-1]}",
-                file=err,
-            )
-            if problem.hint:
-                print(f"  hint: {problem.hint}", file=err)
+            # The path is the message's prefix (InputError): drop it, report it as the path.
+            message = problem.message.removeprefix(f"{problem.path}: ")
+            for line in safetext.error_lines(
+                args.format, message, path=display(problem.path), hint=problem.hint
+            ):
+                print(line, file=err)
     if result.problems:
         return 2
     return 1 if result.findings else 0
