@@ -8,7 +8,6 @@ checks what the runner would make of each line, not just its look.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -164,4 +163,4 @@ def test_file_names_with_newlines_are_possible_here(tmp_path: Path) -> None:
     # The fixture needs them; a filesystem that refuses them would make the tests above vacuous.
     target = tmp_path / FORGED
     target.write_text("x")
-    assert os.listdir(tmp_path) == [FORGED]
+    assert [p.name for p in tmp_path.iterdir()] == [FORGED]
