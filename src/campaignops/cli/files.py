@@ -58,7 +58,8 @@ def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = layout.find_root(Path.cwd()) or Path.cwd()
     entries = lockfile.lock(root=root, paths=args.paths, cwd=Path.cwd(), today=args.today)
     for entry in entries:
-        print(f"locked {entry.path} {entry.digest} {entry.date.isoformat()}", file=out)
+        shown = safetext.one_line(entry.path)
+        print(f"locked {shown} {entry.digest} {entry.date.isoformat()}", file=out)
     return 0
 
 
@@ -71,7 +72,7 @@ def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     changed = views.render_all(root=root, write=not args.check)
     for rel in changed:
-        print(f"{'out of sync' if args.check else 'rendered'}: {rel}", file=out)
+        print(f"{'out of sync' if args.check else 'rendered'}: {safetext.one_line(rel)}", file=out)
     return 1 if (args.check and changed) else 0
 
 
