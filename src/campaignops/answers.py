@@ -26,10 +26,12 @@ YES_NO = ("yes", "no")
 SLUG = r"[a-z0-9][a-z0-9-]{0,62}"
 EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 # Printable text without control characters (newlines included): answers land in Markdown
-# headings, YAML and commit messages, where a newline would start a new construct. No Jinja
-# delimiters either: cookiecutter renders every answer as a template (unsandboxed) before any
-# hook can refuse it, so `{{ … }}` in an answer would be evaluated, not printed.
-TEXT = r"(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f]*"
+# headings, YAML and commit messages, where a newline would start a new construct. C1 controls,
+# U+2028/U+2029, surrogates and U+FFFE/U+FFFF are refused too: YAML reads NEL (U+0085) and the
+# separators as line breaks and refuses the rest outright, so campaign.yaml would not load. No
+# Jinja delimiters either: cookiecutter renders every answer as a template (unsandboxed) before
+# any hook can refuse it, so `{{ … }}` in an answer would be evaluated, not printed.
+TEXT = r"(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]*"
 BACKEND_LIST = r"(" + "|".join(BACKENDS) + r")(,(" + "|".join(BACKENDS) + r"))*"
 INTEGER = r"[0-9]{1,9}"
 NUMBER = r"[0-9]{1,9}(\.[0-9]{1,4})?"

@@ -80,6 +80,25 @@ def test_campaign_new_refuses_a_trailing_newline_naming_the_answer(
     assert not (tmp_path / "camp").exists()
 
 
+# Characters YAML reads as line breaks (NEL, U+2028, U+2029) or refuses outright (other C1
+# controls): campaign.yaml quoting them did not load, and the new campaign failed its checks.
+YAML_BREAKERS = ["a\x85b", "a\x80b", "a\u2028b", "a\u2029b", "a\x9fb"]
+
+
+@pytest.mark.parametrize("value", YAML_BREAKERS)
+@pytest.mark.parametrize("name", ["campaign_name", "description", "owner_name"])
+def test_yaml_line_breaks_and_c1_controls_are_refused_everywhere(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    from cookiecutter.exceptions import FailedHookException
+
+    data = full_answers("camp", {name: value})
+    assert name in answers_mod.validate(data)
+    assert f"question '{name}'" in _copier_refusal(tmp_path / "copier", data)
+    with pytest.raises(FailedHookException):
+        render_cookiecutter(tmp_path / "cookiecutter", data)
+
+
 def test_copier_refuses_the_cookiecutter_override(tmp_path: Path) -> None:
     data = {**full_answers("camp", {}), "cookiecutter": json.dumps(OVERRIDE)}
     refusal = _copier_refusal(tmp_path / "out", data)
