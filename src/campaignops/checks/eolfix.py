@@ -33,8 +33,8 @@ class Refusal(enum.Enum):
     """Why a file that needs fixing is left as it is; the value is the finding's hint."""
 
     NO_GIT = (
-        "not fixed: not inside a git repository, and --fix only rewrites files git tracks; "
-        "convert the line endings yourself (or run it in the repository)"
+        "not fixed: git cannot list tracked files here (not a git work tree, no git command, "
+        "or a repository git refuses to read), and --fix only rewrites files git tracks"
     )
     UNTRACKED = (
         "not fixed: git does not track this file, and --fix only rewrites tracked files "
