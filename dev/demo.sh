@@ -62,7 +62,8 @@ set -e
 echo "(exit $code: findings)"
 
 echo
-echo "== campaign check --fix repairs the line endings"
+echo "== campaign check --fix repairs the line endings (of files git tracks: stage the new script)"
+git add scripts/hello.v1.sh
 campaign check --fix --select EOL >/dev/null || true
 campaign check --select EOL && echo "line endings clean (exit 0)"
 

@@ -2,14 +2,15 @@
 
 One implementation for both engines: cookiecutter's pre-generation hook and `campaign new` call
 ``validate``; Copier cannot run package code without ``--trust``, so copier.yml carries the same
-rules as Jinja validators, and a test proves the two accept and refuse exactly the same answers.
+``RULES`` written out as Jinja validators by campaignops.copier_rules (a test requires
+copier.yml to hold exactly what it writes, and real Copier to give the same verdicts).
 Answers are refused rather than escaped wherever they could reach a shell, YAML or a file name.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 BACKENDS = (
@@ -20,16 +21,51 @@ DOMAINS = ("md", "ml-training", "quantum-chemistry", "other")
 CI_CHOICES = ("github", "gitlab", "both", "none")
 YES_NO = ("yes", "no")
 
-SLUG = r"^[a-z0-9][a-z0-9-]{0,62}$"
-EMAIL = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"
+# Each pattern must match the WHOLE answer (re.fullmatch here, ``\A(?:…)\Z`` in copier.yml):
+# with ``^…$`` Python's ``$`` also matches before a final newline, so ``local\n`` passed.
+SLUG = r"[a-z0-9][a-z0-9-]{0,62}"
+EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 # Printable text without control characters (newlines included): answers land in Markdown
-# headings, YAML and commit messages, where a newline would start a new construct. No Jinja
-# delimiters either: cookiecutter renders every answer as a template (unsandboxed) before any
-# hook can refuse it, so `{{ … }}` in an answer would be evaluated, not printed.
-TEXT = r"^(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f]*$"
-BACKEND_LIST = r"^(" + "|".join(BACKENDS) + r")(,(" + "|".join(BACKENDS) + r"))*$"
-INTEGER = r"^[0-9]{1,9}$"
-NUMBER = r"^[0-9]{1,9}(\.[0-9]{1,4})?$"
+# headings, YAML and commit messages, where a newline would start a new construct. C1 controls,
+# U+2028/U+2029, surrogates and U+FFFE/U+FFFF are refused too: YAML reads NEL (U+0085) and the
+# separators as line breaks and refuses the rest outright, so campaign.yaml would not load. No
+# Jinja delimiters either: cookiecutter renders every answer as a template (unsandboxed) before
+# any hook can refuse it, so `{{ … }}` in an answer would be evaluated, not printed.
+TEXT = r"(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]*"
+BACKEND_LIST = r"(" + "|".join(BACKENDS) + r")(,(" + "|".join(BACKENDS) + r"))*"
+INTEGER = r"[0-9]{1,9}"
+NUMBER = r"[0-9]{1,9}(\.[0-9]{1,4})?"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one free-form answer must be; each engine's check is derived from this one value.
+
+    ``pattern`` must match the whole answer; ``length`` bounds its characters; ``whole_range``
+    bounds it as a whole number; ``distinct`` refuses a repeated comma-separated item;
+    ``item_of`` names the answer (a comma-separated list) this one must be an item of.
+    """
+
+    pattern: str | None = None
+    length: tuple[int, int] | None = None
+    whole_range: tuple[int, int] | None = None
+    distinct: bool = False
+    item_of: str | None = None
+
+
+RULES: Mapping[str, Rule] = {
+    "campaign_name": Rule(pattern=TEXT, length=(1, 100)),
+    "campaign_slug": Rule(pattern=SLUG),
+    "description": Rule(pattern=TEXT, length=(0, 500)),
+    "owner_name": Rule(pattern=TEXT, length=(1, 100)),
+    "owner_email": Rule(pattern=EMAIL, length=(0, 254)),
+    "notify_email": Rule(pattern=EMAIL, length=(0, 254)),
+    "backends": Rule(pattern=BACKEND_LIST, distinct=True),
+    "smoke_backend": Rule(item_of="backends"),
+    "stale_after_months": Rule(pattern=INTEGER, whole_range=(1, 120)),
+    "cloud_budget_usd": Rule(pattern=NUMBER),
+    "hpc_allocation_cap_percent": Rule(pattern=INTEGER, whole_range=(0, 100)),
+}
 
 
 @dataclass(frozen=True)
@@ -78,41 +114,53 @@ MESSAGES: Mapping[str, str] = {
 }
 
 
-def _text(value: str, *, low: int, high: int) -> bool:
-    return low <= len(value) <= high and re.search(TEXT, value) is not None
+def follows(rule: Rule, value: str, answers: Mapping[str, str]) -> bool:
+    """Whether ``value`` follows ``rule``; ``answers`` holds the others (for ``item_of``)."""
+    if rule.pattern is not None and re.fullmatch(rule.pattern, value) is None:
+        return False
+    if rule.length is not None and not rule.length[0] <= len(value) <= rule.length[1]:
+        return False
+    low, high = rule.whole_range or (0, 0)
+    # whole_range comes with a digits-only pattern, so int() cannot fail here.
+    if rule.whole_range is not None and not low <= int(value) <= high:
+        return False
+    items = value.split(",")
+    if rule.distinct and len(set(items)) != len(items):
+        return False
+    return rule.item_of is None or value in str(answers.get(rule.item_of, "")).split(",")
 
 
 def _ok(name: str, value: str, answers: Mapping[str, str]) -> bool:
-    if name in ("campaign_name", "owner_name"):
-        return _text(value, low=1, high=100)
-    if name == "description":
-        return _text(value, low=0, high=500)
-    if name == "campaign_slug":
-        return re.search(SLUG, value) is not None
-    if name in ("owner_email", "notify_email"):
-        return len(value) <= 254 and re.search(EMAIL, value) is not None
-    if name == "backends":
-        items = value.split(",")
-        return re.search(BACKEND_LIST, value) is not None and len(set(items)) == len(items)
-    if name == "smoke_backend":
-        return value in str(answers.get("backends", "")).split(",")
-    if name == "stale_after_months":
-        return re.search(INTEGER, value) is not None and 1 <= int(value) <= 120
-    if name == "cloud_budget_usd":
-        return re.search(NUMBER, value) is not None
-    if name == "hpc_allocation_cap_percent":
-        return re.search(INTEGER, value) is not None and int(value) <= 100
+    if name in RULES:
+        return follows(RULES[name], value, answers)
     choices = {q.name: q.choices for q in QUESTIONS}[name]
     return value in choices
 
 
+def unknown(names: Iterable[object]) -> list[str]:
+    """Given answer names that are not questions. ``_``-names are the engines' own metadata
+    (cookiecutter's ``_template``, Copier's ``_src_path``); ``cookiecutter`` is computed from
+    the answers in copier.yml, so giving it would override every validated answer."""
+    return [str(n) for n in names if str(n) not in NAMES and not str(n).startswith("_")]
+
+
+UNKNOWN_MESSAGE = (
+    "{names}: not a question of this template; the questions are: "
+    + ", ".join(NAMES)
+    + " (cookiecutter is computed from them and cannot be given)"
+)
+
+
 def validate(answers: Mapping[str, object]) -> dict[str, str]:
-    """Problems by question name; empty when every answer is acceptable.
+    """Problems by answer name; empty when every answer is acceptable.
 
     Values are compared as strings (cookiecutter passes strings; Copier may pass numbers).
+    A name that is no question is a problem too (see ``unknown``).
     """
     text = {k: ("" if v is None else str(v)) for k, v in answers.items()}
-    problems: dict[str, str] = {}
+    problems: dict[str, str] = {
+        name: UNKNOWN_MESSAGE.format(names=name) for name in unknown(answers)
+    }
     for name in NAMES:
         if name not in text:
             problems[name] = f"{name} is missing"

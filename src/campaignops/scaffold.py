@@ -56,7 +56,9 @@ def resolve_answers(
     if unknown:
         raise UsageError(
             message=f"unknown question(s): {', '.join(unknown)}",
-            hint="questions are: " + ", ".join(answers_mod.NAMES),
+            hint="questions are: "
+            + ", ".join(answers_mod.NAMES)
+            + " (cookiecutter is computed from them and cannot be given)",
         )
     result: dict[str, str] = {}
     for q in answers_mod.QUESTIONS:
@@ -77,8 +79,12 @@ def resolve_answers(
 def _check(answers: Mapping[str, str], *, directory: Path) -> None:
     problems = answers_mod.validate(answers)
     if problems:
+        # One line, each answer named with what was given (repr shows a trailing newline).
+        refused = "; ".join(
+            f"{name}={answers.get(name)!r}: {message}" for name, message in problems.items()
+        )
         raise UsageError(
-            message="refused answers:\n  " + "\n  ".join(problems.values()),
+            message=f"refused answer(s): {refused}",
             hint="fix them with --data NAME=VALUE (see campaign new --help)",
         )
     if answers["campaign_slug"] != directory.name:

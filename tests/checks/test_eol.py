@@ -168,7 +168,8 @@ def test_has_lf_rule(text: str, covered: bool) -> None:
     assert eol.has_lf_rule(text, "*.sh") is covered
 
 
-def test_fix_rewrites_keeps_mode_and_second_run_is_clean(campaign: Path, run) -> None:
+def test_fix_rewrites_keeps_mode_and_second_run_is_clean(repo: Path, run) -> None:
+    campaign = repo  # --fix rewrites only files git tracks
     script = campaign / "scripts/run_one.v1.sh"
     original = script.read_bytes()
     script.write_bytes(b"\xef\xbb\xbf" + original.replace(b"\n", b"\r\n"))
@@ -240,7 +241,8 @@ def test_fix_does_not_follow_symlink_out_of_the_campaign(
     assert link.is_symlink()
 
 
-def test_fix_follows_symlink_inside_the_campaign(campaign: Path, run) -> None:
+def test_fix_follows_symlink_inside_the_campaign(repo: Path, run) -> None:
+    campaign = repo  # --fix rewrites only files git tracks
     queue = campaign / "queues/example.txt"
     queue.write_bytes(b"a t\r\n")
     link = campaign / "queues/alias.txt"
@@ -264,7 +266,8 @@ def test_fix_leaves_a_locked_wrapper_alone(campaign: Path, run) -> None:
     assert wrapper.read_bytes() == content
 
 
-def test_text_output_names_the_fix(campaign: Path, run) -> None:
+def test_text_output_names_the_fix(repo: Path, run) -> None:
+    campaign = repo  # --fix rewrites only files git tracks
     (campaign / "queues/example.txt").write_bytes(b"a t\r\n")
     result = run("check", "--select", "EOL", "--fix")
     assert "queues/example.txt:1:4: EOL001 CRLF line ending at line 1" in result.out

@@ -4,6 +4,7 @@ A CRLF wrapper dies on the cluster with ``$'\\r': command not found``, a CRLF qu
 cell names ending in ``\\r``, and a BOM hides a shebang. Files are inspected as bytes, so the
 check works whatever the encoding; files with NUL bytes are skipped (other families refuse them).
 Unlike pre-commit's mixed-line-ending, a file that is CRLF *throughout* is reported too.
+What ``--fix`` may rewrite, and how it writes, is in campaignops.checks.eolfix.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from campaignops import atomic, layout
+from campaignops.checks import eolfix
 from campaignops.checks.context import CheckContext
+from campaignops.checks.eolfix import Refusal
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.errors import InputError
 
@@ -36,6 +39,13 @@ CODES = code_table(
         message="no eol=lf rule for {pattern} in .gitattributes{missing}",
         hint="add the line '{pattern} text eol=lf' to .gitattributes (campaign check --fix adds it), then run git add --renormalize .",
     ),
+    Code(
+        id="EOL004",
+        message="CR inside a quoted YAML string at line {lineno} ({kept} such CR in the file); "
+        "--fix leaves quoted strings byte for byte",
+        hint="edit it by hand: most YAML parsers read a raw CR in a quoted string as a line "
+        "break (folded to a space); write \\r inside double quotes if the CR is meant",
+    ),
 )
 # With --fix the finding is still reported (so the hook fails and the change gets reviewed),
 # with one of these hints in place of the instructions.
@@ -44,6 +54,10 @@ FIXED_HINTS = {
     "EOL002": "fixed in place: byte-order mark removed; review the change (git diff) and stage it",
     "EOL003": "fixed: '{pattern} text eol=lf' appended to .gitattributes; review and stage it, then run git add --renormalize .",
 }
+PARTLY_FIXED_HINT = (
+    "partly fixed in place: {count} line endings converted to LF; {kept} CR inside quoted YAML "
+    "strings left as written (EOL004); review the change (git diff) and stage it"
+)
 LOCKED_HINT = (
     "not fixed: this exact content is locked in .campaign/wrappers.lock and must not change; "
     "copy it to the next wrapper version with LF line endings"
@@ -63,6 +77,8 @@ CHECKED_KINDS = (
     layout.LOCK,
     layout.LEDGER,
 )
+# Files whose quoted scalars --fix must leave alone.
+YAML_KINDS = (layout.YAML, layout.MANIFEST, layout.FAILURES, layout.POLICY)
 GITATTRIBUTES = ".gitattributes"
 REQUIRED_PATTERNS = ("*.sh", "*.yaml", "*.yml", "*.txt")
 FIX_COMMENT = "# LF line endings for campaign files (added by campaign check --fix)"
@@ -198,7 +214,8 @@ def _locked(ctx: CheckContext, data: bytes) -> bool:
     return lock is not None and f"sha256:{digest}".encode() in lock
 
 
-def _write(ctx: CheckContext, rel: str, data: bytes) -> bool:
+def _create(ctx: CheckContext, rel: str, data: bytes) -> bool:
+    """A new file (nothing of anyone's to keep): written atomically."""
     try:
         atomic.write_atomic(ctx.root / rel, data, root=ctx.root)
     except InputError as exc:
@@ -207,7 +224,57 @@ def _write(ctx: CheckContext, rel: str, data: bytes) -> bool:
     return True
 
 
-def _check_file(ctx: CheckContext, rel: str) -> Iterator[Finding]:
+def _rewrite(ctx: CheckContext, rel: str, data: bytes) -> bool:
+    """An existing file: rewritten in place (mode, owner, xattrs and hard links survive)."""
+    try:
+        eolfix.write_in_place(ctx.root / rel, data, rel=rel)
+    except InputError as exc:
+        ctx.reader.problems.setdefault(rel, exc)
+        return False
+    return True
+
+
+def _tracking(ctx: CheckContext, rel: str, tracked: frozenset[str] | None) -> Refusal | None:
+    if tracked is None:
+        return Refusal.NO_GIT
+    target = eolfix.target_rel(ctx.root, rel)
+    if target is None or target not in tracked:
+        return Refusal.UNTRACKED
+    return None
+
+
+def _is_yaml(ctx: CheckContext, rel: str) -> bool:
+    return rel.endswith((".yaml", ".yml")) or any(rel in ctx.of(k) for k in YAML_KINDS)
+
+
+def _fix_file(
+    ctx: CheckContext, rel: str, data: bytes, found: list[Finding], tracked: frozenset[str] | None
+) -> Iterator[Finding]:
+    text = eolfix.text_of(data)
+    refusal = _tracking(ctx, rel, tracked) or (Refusal.NOT_TEXT if text is None else None)
+    spans: list[tuple[int, int]] | None = []
+    if text is not None and refusal is None and _is_yaml(ctx, rel):
+        spans = eolfix.quoted_spans(text)
+        refusal = Refusal.YAML_UNREADABLE if spans is None else None
+    if refusal is not None or text is None or spans is None:
+        yield from (dataclasses.replace(f, hint=(refusal or Refusal.NOT_TEXT).value) for f in found)
+        return
+    fixed = eolfix.normalize(text, spans)
+    if fixed.data != data and not _rewrite(ctx, rel, fixed.data):
+        yield from found
+        return
+    for f in found:
+        if f.id == "EOL001" and fixed.kept:
+            hint = PARTLY_FIXED_HINT.format(count=fixed.converted, kept=len(fixed.kept))
+        else:
+            hint = FIXED_HINTS[f.id].format(count=fixed.converted)
+        yield dataclasses.replace(f, hint=hint)
+    if fixed.kept:
+        line, col = position(fixed.data, fixed.data.index(b"\r"))
+        yield CODES["EOL004"].at(rel, line, col, lineno=line, kept=len(fixed.kept))
+
+
+def _check_file(ctx: CheckContext, rel: str, tracked: frozenset[str] | None) -> Iterator[Finding]:
     data = ctx.reader.read_bytes(rel)
     if data is None or b"\x00" in data:
         return
@@ -218,15 +285,10 @@ def _check_file(ctx: CheckContext, rel: str) -> Iterator[Finding]:
     if _locked(ctx, data):
         yield from (dataclasses.replace(f, hint=LOCKED_HINT) for f in found)
         return
-    if not _write(ctx, rel, normalize(data)):
-        yield from found
-        return
-    count = census(data).bad
-    for f in found:
-        yield dataclasses.replace(f, hint=FIXED_HINTS[f.id].format(count=count))
+    yield from _fix_file(ctx, rel, data, found, tracked)
 
 
-def _check_gitattributes(ctx: CheckContext) -> Iterator[Finding]:
+def _check_gitattributes(ctx: CheckContext, tracked: frozenset[str] | None) -> Iterator[Finding]:
     data: bytes | None = None
     if ctx.reader.exists(GITATTRIBUTES):
         data = ctx.reader.read_bytes(GITATTRIBUTES)
@@ -238,12 +300,27 @@ def _check_gitattributes(ctx: CheckContext) -> Iterator[Finding]:
         return
     note = " (the file is missing)" if data is None else ""
     found = [CODES["EOL003"].at(GITATTRIBUTES, 1, 1, pattern=p, missing=note) for p in missing]
-    if ctx.fix and _write(ctx, GITATTRIBUTES, with_rules(data or b"", missing)):
-        found = [
-            dataclasses.replace(f, hint=FIXED_HINTS["EOL003"].format(pattern=p))
-            for f, p in zip(found, missing, strict=True)
-        ]
-    yield from found
+    if not ctx.fix:
+        yield from found
+        return
+    refusal: Refusal | None = None
+    if data is not None:
+        refusal = _tracking(ctx, GITATTRIBUTES, tracked)
+        refusal = refusal or (Refusal.NOT_TEXT if eolfix.text_of(data) is None else None)
+    if refusal is not None:
+        yield from (dataclasses.replace(f, hint=refusal.value) for f in found)
+        return
+    new = with_rules(data or b"", missing)
+    if data is None and not _create(ctx, GITATTRIBUTES, new):
+        yield from found
+        return
+    if data is not None and not _rewrite(ctx, GITATTRIBUTES, new):
+        yield from found
+        return
+    yield from (
+        dataclasses.replace(f, hint=FIXED_HINTS["EOL003"].format(pattern=p))
+        for f, p in zip(found, missing, strict=True)
+    )
 
 
 def checked_files(ctx: CheckContext) -> tuple[str, ...]:
@@ -251,8 +328,9 @@ def checked_files(ctx: CheckContext) -> tuple[str, ...]:
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
+    tracked = eolfix.tracked(ctx.root) if ctx.fix else None
     for rel in checked_files(ctx):
-        yield from _check_file(ctx, rel)
+        yield from _check_file(ctx, rel, tracked)
     # The rules are a property of the campaign, not of a file: only inside one.
     if ctx.policy.found:
-        yield from _check_gitattributes(ctx)
+        yield from _check_gitattributes(ctx, tracked)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 from campaignops.checks.finding import Finding
 from campaignops.checks.registry import Report
+from campaignops.safetext import annotation, one_line, plain_line
 
 PathMap = Callable[[str], str]
 
@@ -14,8 +15,9 @@ PathMap = Callable[[str], str]
 def _text(report: Report, display: PathMap) -> str:
     lines: list[str] = []
     for f in report.findings:
-        lines.append(f"{display(f.path)}:{f.line}:{f.col}: {f.id} {f.message}")
-        lines.append(f"  hint: {f.hint}")
+        # File names and messages quote users' text: one finding stays one line (safetext).
+        lines.append(plain_line(f"{display(f.path)}:{f.line}:{f.col}: {f.id} {f.message}"))
+        lines.append(f"  hint: {one_line(f.hint)}")
     if report.findings:
         files = len({f.path for f in report.findings})
         noun = "finding" if len(report.findings) == 1 else "findings"
@@ -23,25 +25,9 @@ def _text(report: Report, display: PathMap) -> str:
     return "\n".join(lines)
 
 
-def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(value: str) -> str:
-    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
 def _github_line(f: Finding, display: PathMap) -> str:
-    props = ",".join(
-        f"{k}={_escape_property(v)}"
-        for k, v in (
-            ("file", display(f.path)),
-            ("line", str(f.line)),
-            ("col", str(f.col)),
-            ("title", f.id),
-        )
-    )
-    return f"::error {props}::{_escape_data(f'{f.id} {f.message} (hint: {f.hint})')}"
+    props = {"file": display(f.path), "line": str(f.line), "col": str(f.col), "title": f.id}
+    return annotation("error", f"{f.id} {f.message} (hint: {f.hint})", props)
 
 
 def _github(report: Report, display: PathMap) -> str:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from campaignops import __version__
+from campaignops import __version__, safetext
 from campaignops.cli import audit, diagnose, files, jobs, lessons, new
 from campaignops.errors import CampaignError
 
@@ -44,7 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args, sys.stdout, sys.stderr)
     except CampaignError as exc:
-        print(f"campaign: error: {exc}", file=sys.stderr)
+        fmt = str(getattr(args, "format", "text"))
+        for line in safetext.error_lines(fmt, exc.message, hint=exc.hint):
+            print(line, file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
+from campaignops import layout, safetext
 from campaignops.checks import context, registry, report
 
 
@@ -43,9 +43,14 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for problem in result.problems:
             # What follows the path: ": why", or ":line:col: why" for a YAML limit.
             rest = problem.message.removeprefix(problem.path)
-            print(f"campaign: error: {display(problem.path)}{rest}", file=err)
-            if problem.hint:
-                print(f"  hint: {problem.hint}", file=err)
+            where = display(problem.path)
+            if rest.startswith(":") and not rest.startswith(": "):
+                place, _, message = rest[1:].partition(": ")
+                where = f"{where}:{place}"
+            else:
+                message = rest.removeprefix(": ")
+            for line in safetext.error_lines(args.format, message, path=where, hint=problem.hint):
+                print(line, file=err)
     if result.problems:
         return 2
     return 1 if result.findings else 0
@@ -57,7 +62,8 @@ def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = layout.find_root(Path.cwd()) or Path.cwd()
     entries = lockfile.lock(root=root, paths=args.paths, cwd=Path.cwd(), today=args.today)
     for entry in entries:
-        print(f"locked {entry.path} {entry.digest} {entry.date.isoformat()}", file=out)
+        shown = safetext.one_line(entry.path)
+        print(f"locked {shown} {entry.digest} {entry.date.isoformat()}", file=out)
     return 0
 
 
@@ -70,7 +76,7 @@ def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     changed = views.render_all(root=root, write=not args.check)
     for rel in changed:
-        print(f"{'out of sync' if args.check else 'rendered'}: {rel}", file=out)
+        print(f"{'out of sync' if args.check else 'rendered'}: {safetext.one_line(rel)}", file=out)
     return 1 if (args.check and changed) else 0
 
 

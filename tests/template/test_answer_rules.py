@@ -1,0 +1,138 @@
+"""One rule set for every way in: copier.yml, cookiecutter's hook and `campaign new`.
+
+Each answer must match its rule as a whole (a trailing newline used to pass Python's ``$``), and
+no answer outside the questionnaire is taken: Copier's computed ``cookiecutter`` mapping, given
+with --data, would override every validated answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from campaignops import answers as answers_mod
+from campaignops import copier_rules
+from tests.template.conftest import ROOT, full_answers, render_cookiecutter, render_copier
+
+# Every free-form answer, valid, with a newline after it.
+TRAILING_NEWLINE = {
+    "campaign_name": "camp\n",
+    "campaign_slug": "camp\n",
+    "description": "A compute campaign.\n",
+    "owner_name": "Campaign Owner\n",
+    "owner_email": "owner@example.org\n",
+    "notify_email": "owner@example.org\n",
+    "backends": "local\n",
+    "smoke_backend": "local\n",
+    "stale_after_months": "6\n",
+    "cloud_budget_usd": "0\n",
+    "hpc_allocation_cap_percent": "80\n",
+}
+OVERRIDE = {"campaign_slug": "camp", "backends": "local\nevil: [1", "owner_email": "x"}
+
+
+def test_every_free_form_answer_is_covered() -> None:
+    assert set(TRAILING_NEWLINE) == set(answers_mod.RULES)
+
+
+def test_copier_yml_holds_the_generated_validators() -> None:
+    text = (ROOT / "copier.yml").read_text(encoding="utf-8")
+    assert copier_rules.rewrite(text) == text, "run python dev/copier_validators.py"
+
+
+def _copier_refusal(dest: Path, data: dict[str, str]) -> str:
+    with pytest.raises(ValueError, match="Validation error") as info:
+        render_copier(dest, data)
+    assert not dest.exists() or not any(dest.iterdir())
+    return str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(TRAILING_NEWLINE))
+def test_trailing_newline_is_refused_by_both_engines_and_the_package(
+    tmp_path: Path, name: str
+) -> None:
+    from cookiecutter.exceptions import FailedHookException
+
+    data = full_answers("camp", {name: TRAILING_NEWLINE[name]})
+    if name == "campaign_slug":
+        data["campaign_name"] = "camp"
+    assert name in answers_mod.validate(data)
+    refusal = _copier_refusal(tmp_path / "copier", data)
+    assert f"question '{name}'" in refusal and answers_mod.MESSAGES[name] in refusal
+    with pytest.raises(FailedHookException):
+        render_cookiecutter(tmp_path / "cookiecutter", data)
+    assert list((tmp_path / "cookiecutter").iterdir()) == []
+
+
+@pytest.mark.parametrize("name", sorted(TRAILING_NEWLINE))
+def test_campaign_new_refuses_a_trailing_newline_naming_the_answer(
+    tmp_path: Path, run, monkeypatch, name: str
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    value = TRAILING_NEWLINE[name]
+    if name == "campaign_slug":
+        value = "camp\n"
+    result = run("new", "camp", "--defaults", "--data", f"{name}={value}")
+    assert result.code == 2
+    assert f"{name}={value!r}: {answers_mod.MESSAGES[name]}" in result.err
+    assert not (tmp_path / "camp").exists()
+
+
+# Characters YAML reads as line breaks (NEL, U+2028, U+2029) or refuses outright (other C1
+# controls): campaign.yaml quoting them did not load, and the new campaign failed its checks.
+YAML_BREAKERS = ["a\x85b", "a\x80b", "a\u2028b", "a\u2029b", "a\x9fb"]
+
+
+@pytest.mark.parametrize("value", YAML_BREAKERS)
+@pytest.mark.parametrize("name", ["campaign_name", "description", "owner_name"])
+def test_yaml_line_breaks_and_c1_controls_are_refused_everywhere(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    from cookiecutter.exceptions import FailedHookException
+
+    data = full_answers("camp", {name: value})
+    assert name in answers_mod.validate(data)
+    assert f"question '{name}'" in _copier_refusal(tmp_path / "copier", data)
+    with pytest.raises(FailedHookException):
+        render_cookiecutter(tmp_path / "cookiecutter", data)
+
+
+def test_copier_refuses_the_cookiecutter_override(tmp_path: Path) -> None:
+    data = {**full_answers("camp", {}), "cookiecutter": json.dumps(OVERRIDE)}
+    refusal = _copier_refusal(tmp_path / "out", data)
+    assert "cookiecutter: not a question of this template" in refusal
+    assert not (tmp_path / "out" / "campaign.yaml").exists()
+
+
+def test_copier_refuses_an_answer_outside_the_questionnaire(tmp_path: Path) -> None:
+    data = {**full_answers("camp", {}), "colour": "red"}
+    refusal = _copier_refusal(tmp_path / "out", data)
+    assert "colour: not a question of this template" in refusal
+
+
+def test_the_cookiecutter_validator_refuses_any_mapping_but_the_computed_one() -> None:
+    # Copier checks the computed question only when --data gives it; the first question's check
+    # refuses it first, so this one is rendered directly, as Copier's sandbox would.
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment()
+    answers = full_answers("camp", {})
+    template = env.from_string(copier_rules.COOKIECUTTER_VALIDATOR)
+    assert template.render(**answers, cookiecutter=dict(answers)) == ""
+    refused = template.render(**answers, cookiecutter={**answers, **OVERRIDE})
+    assert refused.startswith("cookiecutter: not a question")
+
+
+def test_campaign_new_refuses_the_cookiecutter_answer(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    result = run("new", "camp", "--defaults", "--data", f"cookiecutter={json.dumps(OVERRIDE)}")
+    assert result.code == 2
+    assert "unknown question(s): cookiecutter" in result.err
+    assert not (tmp_path / "camp").exists()
+
+
+def test_validate_names_answers_outside_the_questionnaire() -> None:
+    data = {**full_answers("camp", {}), "cookiecutter": "{}", "_template": "x"}
+    assert list(answers_mod.validate(data)) == ["cookiecutter"]
