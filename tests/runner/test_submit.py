@@ -275,10 +275,11 @@ def test_status_prints_aligned_columns_and_interval_needs_watch(camp: Path, run)
         "run",
         "time",
         "exit",
+        "diagnosis",
         "commit",
     ]
     # Every column starts where its header starts.
-    for title in ("stage", "state", "exit", "commit"):
+    for title in ("stage", "state", "exit", "diagnosis", "commit"):
         assert row[header.index(title) - 2 : header.index(title)] == "  "
     assert row.startswith(f"{ledger.read(camp).jobs[-1].job_id}  baseline, wide")
     lone = run("status", "--interval", "90")

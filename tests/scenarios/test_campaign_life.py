@@ -241,7 +241,10 @@ def test_a_task_that_exits_0_without_its_output_is_failed_output_missing(life: L
     assert writes is not None and (writes.state, writes.exit_code) == ("COMPLETED", 0)
     assert forgets is not None
     assert (forgets.state, forgets.exit_code, forgets.reason) == ("FAILED", 97, "output-missing")
-    assert "| forgets | FAILED exit 97, output-missing (" in (life.root / "STATUS.md").read_text()
+    assert (
+        "| forgets | FAILED exit 97, output-missing, other (task-output-missing) ("
+        in (life.root / "STATUS.md").read_text()
+    )
     life.commit("smoke done")
     refused = life.submit("manifests/outputs.yaml", "production", "--targets", "forgets")
     assert refused.code == 1 and "smoke_first" in refused.err

@@ -22,7 +22,7 @@ jobs:
       mkdir -p "$CAMPAIGN_OUT" && python3 -c "import os, sys, time;
       seen = os.path.exists(sys.argv[1]); open(sys.argv[1], 'a').close();
       big = b'x' * (300 << 20) if ALWAYS or not seen else b'';
-      time.sleep(5 if big else 0); open(sys.argv[2], 'w').write('done')"
+      time.sleep(30 if big else 0); open(sys.argv[2], 'w').write('done')"
       "$CAMPAIGN_OUT/marker" "$CAMPAIGN_OUT/out.txt"
     output: "${CAMPAIGN_OUT}/out.txt"
 """
