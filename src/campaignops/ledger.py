@@ -5,7 +5,8 @@ status refreshes append state records. All records of one submission share a ``l
 a later record's non-null fields override the earlier ones (a null never erases what is known).
 
 Reading never fails on content: a line that is not UTF-8 or not a JSON object with a string
-``ledger_id`` is skipped and reported in ``Ledger.skipped``. The last line is the expected
+``ledger_id`` is skipped and reported in ``Ledger.skipped``; a number that is not finite
+(``1e999``, ``NaN``) reads as absent, like a null. The last line is the expected
 casualty of a crash in mid-append (a torn write); a complete record whose newline alone is
 missing is still read.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,10 +50,7 @@ class Job:
         return value if isinstance(value, str) else None
 
     def number(self, key: str) -> float | None:
-        value = self.record.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        return float(value)
+        return _number(self.record.get(key))
 
     @property
     def job_id(self) -> str | None:
@@ -168,7 +167,7 @@ class Task:
             value = fields.get(key)
             return value if isinstance(value, str) else None
 
-        run = fields.get("run_time_s")
+        run = _number(fields.get("run_time_s"))
         found = fields.get("diagnosis")
         diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         entry, category = diagnosis.get("entry"), diagnosis.get("category")
@@ -180,7 +179,7 @@ class Task:
             signature=text("signature"),
             started=text("started"),
             ended=text("ended"),
-            run_time_s=float(run) if isinstance(run, (int, float)) and run >= 0 else None,
+            run_time_s=run if run is not None and run >= 0 else None,
             max_rss=text("max_rss"),
             req_mem=text("req_mem"),
             entry=entry if isinstance(entry, str) else None,
@@ -194,6 +193,16 @@ class Task:
     @property
     def finished(self) -> bool:
         return self.state in _ENDED
+
+
+def _number(value: object) -> float | None:
+    """A finite number as a float, else None (an integer too big for a float, 10**400, too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return _finite(value)
+    except OverflowError:
+        return None
 
 
 def _int(value: object) -> int | None:
@@ -243,6 +252,8 @@ def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, st
         return None, "not valid UTF-8"
     try:
         data = json.loads(line)
+        if _NON_FINITE.search(line):  # rare: parse again, non-finite numbers as nulls
+            data = json.loads(line, parse_float=_finite, parse_constant=lambda _: None)
     except ValueError:  # JSONDecodeError, and numbers too long to convert
         return None, "not valid JSON"
     except RecursionError:
@@ -252,6 +263,16 @@ def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, st
     if not isinstance(data.get("ledger_id"), str) or not data["ledger_id"]:
         return None, "record has no ledger_id"
     return data, ""
+
+
+# What can read as a non-finite float: Python's NaN/Infinity, or an exponent of 3+ digits
+# (1e999). No duration or count is infinite: such a number reads as absent, like a null.
+_NON_FINITE = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}")
+
+
+def _finite(text: str | float) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 # Bytes that were not UTF-8, as decode(errors="surrogateescape") keeps them.
