@@ -121,6 +121,18 @@ def test_backend_name_is_checked_before_any_page_is_read(demo: Path, run) -> Non
     assert not (demo / ".campaign/jobs").exists()
 
 
+@pytest.mark.parametrize("name", [LONG, "../README"])
+def test_backend_name_from_the_ledger_is_exit_2_in_refresh(demo: Path, run, name: str) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/example.yaml", "--stage", "smoke").code == 0
+    path = demo / layout.LEDGER_FILE
+    hostile = path.read_text(encoding="utf-8").replace('"backend": "local"', f'"backend": "{name}"')
+    path.write_text(hostile, encoding="utf-8")
+    r = run("status", "--refresh")
+    assert r.code == 2
+    assert "is not a backend name" in r.err and "a ledger record" in r.err
+    assert path.read_text(encoding="utf-8") == hostile
+
+
 def test_new_under_an_existing_file_is_exit_2(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("not a directory\n")

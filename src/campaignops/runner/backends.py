@@ -106,7 +106,8 @@ def checked_name(name: str) -> str:
         raise UsageError(
             message=f"{name[:80]!r} is not a backend name (letters, digits and . _ -, at most "
             "128, starting with a letter or digit)",
-            hint="name a backend listed in campaign.yaml's backends (each has backends/NAME.md)",
+            hint="a backend named by --backend, a manifest or a ledger record must be one of "
+            "campaign.yaml's backends (each has a page backends/NAME.md)",
         )
     return name
 
