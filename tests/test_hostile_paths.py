@@ -90,6 +90,14 @@ def test_long_path_argument_is_exit_2(demo: Path, run) -> None:  # type: ignore[
     assert f"is 305 bytes; a file name is {LIMIT}" in r.err
 
 
+def test_long_diagnose_log_or_catalog_is_exit_2(demo: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (demo / "x.log").write_text("Killed\n", encoding="utf-8")
+    for args in (("--log", LONG), ("--log", "x.log", "--catalog", f"c/{LONG}.yaml")):
+        r = run("diagnose", *args)
+        assert r.code == 2, r.err
+        assert LIMIT in r.err
+
+
 def test_long_lock_entry_is_exit_2(demo: Path, run) -> None:  # type: ignore[no-untyped-def]
     entry = f"scripts/{LONG}.v1.sh sha256:{'0' * 64} 2026-11-01\n"
     (demo / layout.LOCK_FILE).write_text(entry, encoding="utf-8")

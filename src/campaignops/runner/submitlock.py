@@ -80,8 +80,14 @@ def refreshing(root: Path, *, timeout_s: float = WAIT_S) -> Iterator[None]:
     that resubmits an OOM-killed job takes that one inside this one) and not on a new file (no
     file for existing campaigns to ignore in git)."""
     path = root / ".campaign"
-    path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise RefreshLocked(
+            message=f"cannot lock {path} for the refresh: {exc.strerror or exc}",
+            hint="the refresh writes the ledger there: make it a writable directory",
+        ) from None
     try:
         busy = RefreshLocked(
             message=f"another campaign status --refresh has held {path} for over {timeout_s:g} s",
