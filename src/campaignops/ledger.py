@@ -200,9 +200,10 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
-        return _finite(value)
+        number = float(value)
     except OverflowError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def _int(value: object) -> int | None:
@@ -252,8 +253,6 @@ def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, st
         return None, "not valid UTF-8"
     try:
         data = json.loads(line)
-        if _NON_FINITE.search(line):  # rare: parse again, non-finite numbers as nulls
-            data = json.loads(line, parse_float=_finite, parse_constant=lambda _: None)
     except ValueError:  # JSONDecodeError, and numbers too long to convert
         return None, "not valid JSON"
     except RecursionError:
@@ -263,16 +262,6 @@ def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, st
     if not isinstance(data.get("ledger_id"), str) or not data["ledger_id"]:
         return None, "record has no ledger_id"
     return data, ""
-
-
-# What can read as a non-finite float: Python's NaN/Infinity, or an exponent of 3+ digits
-# (1e999). No duration or count is infinite: such a number reads as absent, like a null.
-_NON_FINITE = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}")
-
-
-def _finite(text: str | float) -> float | None:
-    value = float(text)
-    return value if math.isfinite(value) else None
 
 
 # Bytes that were not UTF-8, as decode(errors="surrogateescape") keeps them.
@@ -289,7 +278,8 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
     """Fold one record into its job's fields (which the fold owns, so it updates in place:
     copying a 1,000-task map for every state record made the fold quadratic)."""
     for key, value in rec.items():
-        if value is None:
+        # A non-finite number (1e999, NaN: valid to Python's JSON) is absent, like a null.
+        if value is None or (value.__class__ is float and not math.isfinite(value)):
             continue
         if key == "tasks" and isinstance(value, Mapping):
             # Per-task records merge task by task, field by field, like whole records.
@@ -297,7 +287,11 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
             for index, fields in value.items():
                 if isinstance(fields, Mapping):
                     base = _own(tasks.get(index))
-                    base.update((k, v) for k, v in fields.items() if v is not None)
+                    base.update(
+                        (k, v)
+                        for k, v in fields.items()
+                        if v is not None and not (v.__class__ is float and not math.isfinite(v))
+                    )
                     tasks[index] = base
             target["tasks"] = tasks
         else:
