@@ -360,6 +360,17 @@ def test_full_disk_submit_is_exit_2_leaving_nothing(
     assert run("submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run").code == 0
 
 
+def test_git_status_failing_is_exit_2_with_gits_message(demo: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # What a full disk does to git when it must write its index: git status fails. Here the
+    # index is corrupt instead (a full disk cannot be aimed at git alone); a guard, it passed
+    # before too: the runner runs git with --no-optional-locks, so git writes nothing itself.
+    (demo / ".git/index").write_bytes(b"XXXX" + b"\0" * 64)
+    r = run("submit", "manifests/example.yaml", "--stage", "smoke")
+    assert r.code == 2
+    assert "git status failed" in r.err and "index file corrupt" in r.err
+    assert _orphans(demo) == [] and ledger.read(demo).jobs == ()
+
+
 # --- concurrent refreshes ------------------------------------------------------------------------
 
 
