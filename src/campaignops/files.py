@@ -33,8 +33,19 @@ class FileReader:
     def _refuse(self, rel: str, message: str, hint: str) -> None:
         self.problems.setdefault(rel, InputError(path=rel, message=message, hint=hint))
 
+    def too_long(self, rel: str) -> bool:
+        """True (and ``rel`` refused, by name and limit) when no filesystem can open it."""
+        problem = layout.length_problem(rel)
+        if problem is not None:
+            self._refuse(rel, problem, "use a shorter name")
+        return problem is not None
+
     def exists(self, rel: str) -> bool:
-        return os.path.lexists(self.root / rel)
+        return not self.too_long(rel) and os.path.lexists(self.root / rel)
+
+    def is_file(self, rel: str) -> bool:
+        """A regular file (through symlinks) at ``rel``; a name too long to open is refused."""
+        return not self.too_long(rel) and (self.root / rel).is_file()
 
     def inside(self, rel: str) -> bool:
         """True when ``rel`` resolves (through any symlinks) to a place inside the campaign.
@@ -67,6 +78,8 @@ class FileReader:
 
     def _load(self, rel: str) -> bytes | None:
         path = self.root / rel
+        if self.too_long(rel):
+            return None
         if not os.path.lexists(path):
             self._refuse(rel, "no such file", "check the path")
             return None

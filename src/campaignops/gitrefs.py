@@ -19,18 +19,23 @@ def _repo(root: Path):  # type: ignore[no-untyped-def]
         ) from None
 
 
-def show(root: Path, *, ref: str, rel: str) -> bytes | None:
-    """Contents of ``rel`` (relative to the campaign root) at ``ref``; None if absent there."""
-    import git
-
-    repo = _repo(root)
+def _commit(repo, ref: str):  # type: ignore[no-untyped-def]
     try:
-        commit = repo.commit(ref)
-    except (git.BadName, ValueError, git.GitCommandError):
+        return repo.commit(ref)
+    # GitPython's rev_parse raises more than its own errors for odd revisions: IndexError for
+    # a reflog entry past the end (main@{1000}), NotImplementedError for HEAD@{yesterday},
+    # ValueError, KeyError … A user's --base is parsed here, so none may escape as a traceback.
+    except Exception:
         raise GitError(
-            message=f"--base {ref}: no such commit or ref",
+            message=f"--base {ref}: cannot resolve base: no such commit or ref",
             hint="fetch the base branch first (e.g. git fetch origin main) or pass a commit",
         ) from None
+
+
+def show(root: Path, *, ref: str, rel: str) -> bytes | None:
+    """Contents of ``rel`` (relative to the campaign root) at ``ref``; None if absent there."""
+    repo = _repo(root)
+    commit = _commit(repo, ref)
     top = Path(repo.working_tree_dir or root).resolve()
     path = (root.resolve() / rel).relative_to(top).as_posix()
     try:
@@ -43,16 +48,8 @@ def show(root: Path, *, ref: str, rel: str) -> bytes | None:
 
 def list_files(root: Path, *, ref: str) -> list[str]:
     """Every file path at ``ref`` under the campaign root, relative to that root."""
-    import git
-
     repo = _repo(root)
-    try:
-        commit = repo.commit(ref)
-    except (git.BadName, ValueError, git.GitCommandError):
-        raise GitError(
-            message=f"--base {ref}: no such commit or ref",
-            hint="fetch the base branch first (e.g. git fetch origin main) or pass a commit",
-        ) from None
+    commit = _commit(repo, ref)
     top = Path(repo.working_tree_dir or root).resolve()
     prefix = root.resolve().relative_to(top).as_posix()
     out: list[str] = []

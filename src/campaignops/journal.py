@@ -42,6 +42,27 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _unwritable(path: Path, exc: OSError) -> InputError:
+    return InputError(
+        path=str(path),
+        message=f"cannot append: {exc.strerror or exc}",
+        hint="make it writable (chattr -i, a read-write mount, free disk space) and run the "
+        "command again",
+    )
+
+
+def check_appendable(path: Path) -> None:
+    """InputError unless ``path`` (created if missing) can be opened for appending: asked before
+    a step that must be recorded is taken, so an immutable file or a read-only mount stops it
+    with nothing done."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    os.close(fd)
+
+
 def append_lines(path: Path, lines: Sequence[str]) -> None:
     """Append ``lines`` (without their newlines) to ``path`` atomically with respect to others.
 
@@ -54,9 +75,12 @@ def append_lines(path: Path, lines: Sequence[str]) -> None:
     if not lines:
         return
     payload = "".join(f"{line}\n" for line in lines).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    created = not path.exists()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -65,6 +89,8 @@ def append_lines(path: Path, lines: Sequence[str]) -> None:
                 payload = b"\n" + payload
             _write_all(fd, payload)
             os.fsync(fd)
+        except OSError as exc:  # a full disk: what was written is a torn line readers skip
+            raise _unwritable(path, exc) from None
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

@@ -56,6 +56,10 @@ BACKEND_TEMPLATE = "TEMPLATE.md"
 KEPT_DOT_DIRS = frozenset({".campaign", ".github", ".gitlab"})
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
+# What Linux filesystems take (NAME_MAX, PATH_MAX less its NUL): a longer user-given path fails
+# with ENAMETOOLONG wherever it is opened, so it is refused once, by name, before that.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
 
 
 @cache
@@ -119,11 +123,48 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+def _shown(path: str) -> str:
+    # A 300-byte name in full would bury the message: each long component is abridged.
+    return "/".join(p if len(p) <= 40 else f"{p[:32]}…{p[-4:]}" for p in path.split("/"))
+
+
+def _size(text: str) -> int:
+    try:
+        return len(os.fsencode(text))
+    except UnicodeEncodeError:  # a lone surrogate no file name can hold: count it generously
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def length_problem(path: str) -> str | None:
+    """Why ``path`` is too long for the filesystem (a component over MAX_NAME_BYTES, the whole
+    over MAX_PATH_BYTES, both in UTF-8 bytes), or None."""
+    for part in path.split("/"):
+        size = _size(part)
+        if size > MAX_NAME_BYTES:
+            return (
+                f"path component {_shown(part)!r} is {size} bytes; "
+                f"a file name is limited to {MAX_NAME_BYTES} bytes"
+            )
+    size = _size(path)
+    if size > MAX_PATH_BYTES:
+        return f"path is {size} bytes; a path is limited to {MAX_PATH_BYTES} bytes"
+    return None
+
+
+def guard_length(path: str, *, hint: str = "use a shorter name") -> str:
+    """``path``, or InputError (exit 2) naming it and the limit when it is too long to open."""
+    problem = length_problem(path)
+    if problem is not None:
+        raise InputError(path=_shown(path), message=problem, hint=hint)
+    return path
+
+
 def root_relative(raw: str, *, root: Path, cwd: Path, hint: str) -> str:
     """``raw`` (relative to ``cwd``, or absolute) as a POSIX path relative to ``root``.
 
     Normalised lexically, not resolved: a symlink is judged where it stands, by the FileReader.
     """
+    guard_length(raw)
     absolute = Path(os.path.normpath(cwd.resolve() / raw))
     try:
         return absolute.relative_to(root).as_posix()

@@ -5,7 +5,8 @@ status refreshes append state records. All records of one submission share a ``l
 a later record's non-null fields override the earlier ones (a null never erases what is known).
 
 Reading never fails on content: a line that is not UTF-8 or not a JSON object with a string
-``ledger_id`` is skipped and reported in ``Ledger.skipped``. The last line is the expected
+``ledger_id`` is skipped and reported in ``Ledger.skipped``; a number that is not finite
+(``1e999``, ``NaN``) reads as absent, like a null. The last line is the expected
 casualty of a crash in mid-append (a torn write); a complete record whose newline alone is
 missing is still read.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,10 +50,7 @@ class Job:
         return value if isinstance(value, str) else None
 
     def number(self, key: str) -> float | None:
-        value = self.record.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        return float(value)
+        return _number(self.record.get(key))
 
     @property
     def job_id(self) -> str | None:
@@ -168,7 +167,7 @@ class Task:
             value = fields.get(key)
             return value if isinstance(value, str) else None
 
-        run = fields.get("run_time_s")
+        run = _number(fields.get("run_time_s"))
         found = fields.get("diagnosis")
         diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         entry, category = diagnosis.get("entry"), diagnosis.get("category")
@@ -180,7 +179,7 @@ class Task:
             signature=text("signature"),
             started=text("started"),
             ended=text("ended"),
-            run_time_s=float(run) if isinstance(run, (int, float)) and run >= 0 else None,
+            run_time_s=run if run is not None and run >= 0 else None,
             max_rss=text("max_rss"),
             req_mem=text("req_mem"),
             entry=entry if isinstance(entry, str) else None,
@@ -194,6 +193,17 @@ class Task:
     @property
     def finished(self) -> bool:
         return self.state in _ENDED
+
+
+def _number(value: object) -> float | None:
+    """A finite number as a float, else None (an integer too big for a float, 10**400, too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _int(value: object) -> int | None:
@@ -268,7 +278,8 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
     """Fold one record into its job's fields (which the fold owns, so it updates in place:
     copying a 1,000-task map for every state record made the fold quadratic)."""
     for key, value in rec.items():
-        if value is None:
+        # A non-finite number (1e999, NaN: valid to Python's JSON) is absent, like a null.
+        if value is None or (value.__class__ is float and not math.isfinite(value)):
             continue
         if key == "tasks" and isinstance(value, Mapping):
             # Per-task records merge task by task, field by field, like whole records.
@@ -276,7 +287,11 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
             for index, fields in value.items():
                 if isinstance(fields, Mapping):
                     base = _own(tasks.get(index))
-                    base.update((k, v) for k, v in fields.items() if v is not None)
+                    base.update(
+                        (k, v)
+                        for k, v in fields.items()
+                        if v is not None and not (v.__class__ is float and not math.isfinite(v))
+                    )
                     tasks[index] = base
             target["tasks"] = tasks
         else:

@@ -154,7 +154,15 @@ def generate(
             message=f"{directory} exists and is not empty",
             hint="choose a new directory: campaign new never overwrites files",
         )
-    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file (existing-file/x), a read-only place …
+        blocker = next((p for p in directory.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a directory" if blocker else exc.strerror or str(exc)
+        raise UsageError(
+            message=f"cannot create {directory.parent}: {why}",
+            hint="choose a directory whose parents are directories you may write to",
+        ) from None
     if directory.is_dir():
         directory.rmdir()  # cookiecutter refuses an existing output directory
     try:

@@ -109,13 +109,20 @@ class Sources:
 
     def render(self, name: str) -> str:
         if name not in self._rendered:
-            self._rendered[name] = VIEWS[name].render(self)
+            self._rendered[name] = escape_surrogates(VIEWS[name].render(self))
         return self._rendered[name]
 
 
 # ---------------------------------------------------------------------------------- rendering
 
 NONE = "—"
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (from a ledger string such as ``"\\ud800"``, which
+    JSON allows and UTF-8 cannot hold) written as its escape ``\\ud800``, so a view of it can be
+    written to a file and printed."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def cell(value: object) -> str:

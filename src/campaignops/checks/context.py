@@ -83,6 +83,8 @@ def build(
     With no ``paths``, files are discovered from the policy's globs; outside a campaign that is
     a usage error. With ``paths`` (as pre-commit passes them), each is classified by its path.
     """
+    for raw in paths or ():
+        layout.guard_length(raw)
     found_root = layout.find_root(cwd)
     if found_root is None and paths:
         # pre-commit runs at the repository top; the campaign may be a subdirectory of it.

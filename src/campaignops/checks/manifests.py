@@ -108,7 +108,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         findings = list(check_document(rel, data, loc, authorized=authorized))
         yield from findings
         queue = data.get("queue") if isinstance(data, Mapping) else None
-        if not findings and isinstance(queue, str) and not (ctx.root / queue).is_file():
+        if not findings and isinstance(queue, str) and not ctx.reader.is_file(queue):
             line, col = loc.at(("queue",))
             yield CODES["MAN011"].at(
                 rel, line, col, problem=f"queue file {queue!r} not found", fix=QUEUE_MISSING

@@ -69,7 +69,9 @@ def _names(ctx: CheckContext) -> Iterator[Finding]:
 def _locked(ctx: CheckContext, locked: dict[str, lockfile.LockEntry]) -> Iterator[Finding]:
     """Every lock entry, whichever paths were passed: a deletion is never passed by pre-commit."""
     for rel, entry in locked.items():
-        if not (ctx.root / rel).exists():
+        if not ctx.reader.exists(rel):
+            if rel in ctx.reader.problems:
+                continue  # refused by name (too long to open): exit 2 says why
             yield CODES["WRAP003"].at(
                 layout.LOCK_FILE, entry.line, wrapper=rel, locked=entry.digest
             )

@@ -36,7 +36,7 @@ def _today(text: str | None) -> dt.date | None:
 
 def _catalog(args: argparse.Namespace, root: Path | None) -> catalog.Catalog:
     if args.catalog is not None:
-        path = Path(args.catalog)
+        path = Path(layout.guard_length(args.catalog))
         return catalog.load_file(path, shown=args.catalog)
     if root is None:
         raise UsageError(
@@ -71,7 +71,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         evidence = Evidence(state=args.state, exit_code=args.exit_code, reason=args.reason)
         found = report.of_log(
-            log=Path(args.log),
+            log=Path(layout.guard_length(args.log)),
             shown=args.log,
             catalog=cat,
             evidence=evidence,

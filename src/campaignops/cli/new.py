@@ -7,13 +7,14 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from campaignops import layout
 from campaignops.errors import UsageError
 
 
 def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import scaffold
 
-    directory = Path(args.directory).resolve()
+    directory = Path(layout.guard_length(args.directory)).resolve()
     given = scaffold.parse_data(args.data)
 
     def ask(question: object, default: str) -> str:

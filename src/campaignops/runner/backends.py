@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from campaignops import views
-from campaignops.errors import UsageError
+from campaignops.errors import InputError, UsageError
 from campaignops.runner import local, pbs, scheduler, slurm
 from campaignops.runner.spec import JobSpec, JobState
 
@@ -101,8 +101,26 @@ def submitting(backend: Backend, call: Run) -> Run:
     return call
 
 
+# What a backend name may be: one file name under backends/ (no "/", no leading "." that could
+# climb out), short enough to open. The policy's own pattern is stricter; this one only keeps
+# a name from --backend or the ledger from reading outside backends/.
+BACKEND_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+def checked_name(name: str) -> str:
+    """``name``, or UsageError (exit 2) when it cannot be a backend page's name."""
+    if not BACKEND_NAME.match(name):
+        raise UsageError(
+            message=f"{name[:80]!r} is not a backend name (letters, digits and . _ -, at most "
+            "128, starting with a letter or digit)",
+            hint="a backend named by --backend, a manifest or a ledger record must be one of "
+            "campaign.yaml's backends (each has a page backends/NAME.md)",
+        )
+    return name
+
+
 def page_path(name: str) -> str:
-    return f"backends/{name}.md"
+    return f"backends/{checked_name(name)}.md"
 
 
 def page(root: Path, name: str) -> dict[str, Any] | None:
@@ -110,7 +128,20 @@ def page(root: Path, name: str) -> dict[str, Any] | None:
     rel = page_path(name)
     if not (root / rel).is_file():
         return None
-    return views.front_matter((root / rel).read_text(encoding="utf-8"), path=rel)
+    try:
+        text = (root / rel).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = (root / rel).read_bytes()[: exc.start].count(b"\n") + 1
+        raise InputError(
+            path=rel,
+            message=f"invalid UTF-8 at line {line} (byte offset {exc.start})",
+            hint="re-save the page as UTF-8 and commit it (campaign check names every such file)",
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            path=rel, message=f"cannot read: {exc.strerror}", hint="check permissions"
+        ) from None
+    return views.front_matter(text, path=rel)
 
 
 def module_for(page: Mapping[str, Any] | None) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from campaignops import lockfile
-from campaignops.errors import CampaignError
+from campaignops.errors import CampaignError, InputError
 from campaignops.runner import backends, charging, fingerprint, plan, scheduler
 from campaignops.runner import ledger_writer as lw
 
@@ -63,37 +63,48 @@ def execute(
         )
         spec = dataclasses.replace(job.spec, comment=f"{lid} {pre.head}", after=after_ids)
         script = root / JOBS_DIR / f"{lid}.sh"
-        script.parent.mkdir(parents=True, exist_ok=True)
-        (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
-        script.write_text(be.render(spec), encoding="utf-8")
+        try:
+            script.parent.mkdir(parents=True, exist_ok=True)
+            (root / spec.log_dir).mkdir(parents=True, exist_ok=True)
+            script.write_text(be.render(spec), encoding="utf-8")
+        except OSError as exc:  # a full disk: nothing of this job is submitted or recorded
+            script.unlink(missing_ok=True)
+            return done, InputError(
+                path=f"{JOBS_DIR}/{lid}.sh",
+                message=f"cannot write the job script: {exc.strerror or exc}",
+                hint="free disk space (df -h .) and submit again; nothing of this job was "
+                "submitted",
+            )
         overridden = next((v.override for v in p.verdicts if v.override), None)
         charge = charging.job_charge(spec.resources, spec.time_s, page)
-        lw.append(
-            root,
-            [
-                lw.intent_record(
-                    ledger_id=lid,
-                    time=now(),
-                    campaign=pre.policy.name,
-                    backend=pre.name,
-                    stage=pre.stage,
-                    targets=job.targets,
-                    fingerprint=fingerprint.submission_fingerprint(pre.fingerprints, job.targets),
-                    fingerprints={t: pre.fingerprints[t] for t in job.targets},
-                    commit=pre.head,
-                    name=spec.name,
-                    manifest=pre.manifest,
-                    wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
-                    array=spec.array,
-                    after=after_ids,
-                    override=overridden,
-                    charge=charge.record() if charge else None,
-                    stage_root=plan.stage_root(pre.stage),
-                    attempt=retry.attempt if retry else None,
-                    retry_of=list(retry.of) if retry else None,
-                )
-            ],
-        )
+        intent = [
+            lw.intent_record(
+                ledger_id=lid,
+                time=now(),
+                campaign=pre.policy.name,
+                backend=pre.name,
+                stage=pre.stage,
+                targets=job.targets,
+                fingerprint=fingerprint.submission_fingerprint(pre.fingerprints, job.targets),
+                fingerprints={t: pre.fingerprints[t] for t in job.targets},
+                commit=pre.head,
+                name=spec.name,
+                manifest=pre.manifest,
+                wrappers={w: lockfile.digest((root / w).read_bytes()) for w in pre.wrappers},
+                array=spec.array,
+                after=after_ids,
+                override=overridden,
+                charge=charge.record() if charge else None,
+                stage_root=plan.stage_root(pre.stage),
+                attempt=retry.attempt if retry else None,
+                retry_of=list(retry.of) if retry else None,
+            )
+        ]
+        try:
+            lw.append(root, intent)
+        except InputError as exc:  # unrecorded, so not submitted: no script left behind
+            script.unlink(missing_ok=True)
+            return done, exc
         try:
             out = call(be.submit_argv(str(script)))
         except scheduler.OutcomeUnknown as exc:

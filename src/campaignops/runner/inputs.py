@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops import lockfile, manifest, queuefile
+from campaignops import layout, lockfile, manifest, queuefile
 from campaignops.checks import queues as queue_checks
 from campaignops.errors import UsageError
 from campaignops.files import FileReader
@@ -23,7 +23,7 @@ WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0
 def wrappers_in(tasks: Sequence[str], root: Path) -> tuple[str, ...]:
     """The versioned wrappers the tasks call by path (they are locked at first use)."""
     found = {m.group(1) for t in tasks for m in WRAPPER_REF.finditer(t)}
-    return tuple(sorted(p for p in found if (root / p).is_file()))
+    return tuple(sorted(p for p in found if (root / layout.guard_length(p)).is_file()))
 
 
 def queue_cells(root: Path, rel: str) -> tuple[tuple[queuefile.Cell, ...], dict[str, str]]:

@@ -228,6 +228,12 @@ def encode(record: Mapping[str, Any]) -> str:
         ) from None
 
 
+def check_writable(root: Path) -> None:
+    """InputError (exit 2) unless the ledger can be appended to: a submission asks before it
+    writes a script or calls the scheduler, so a job is never started unrecorded."""
+    journal.check_appendable(root / layout.LEDGER_FILE)
+
+
 def append(root: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Append ``records`` to the campaign's ledger in one locked, fsynced write. Every record is
     validated first: one invalid record and nothing is written."""

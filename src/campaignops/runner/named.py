@@ -27,6 +27,8 @@ import shlex
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from campaignops import layout
+
 # Words no file is named by: operators and the shell's own words.
 _PUNCTUATION = frozenset(";&|<>()")
 # Characters that make shell words differ from whitespace-separated ones.
@@ -79,7 +81,9 @@ def files_named(commands: Iterable[str], root: Path) -> tuple[str, ...]:
                     continue
                 if rel not in seen:
                     # isfile follows links: a link to a file counts, one to a directory not.
-                    seen[rel] = (base / rel).is_file()
+                    # A word too long to be a file name names no file (not an error: any
+                    # argument is a word here, and most are not paths).
+                    seen[rel] = layout.length_problem(rel) is None and (base / rel).is_file()
                 if seen[rel]:
                     found.add(rel)
     return tuple(sorted(found))

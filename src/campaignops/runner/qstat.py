@@ -102,9 +102,12 @@ def _iso(value: object, zone: tzinfo) -> str | None:
     match = _CTIME.fullmatch(value.strip()) if isinstance(value, str) else None
     if match is None or match[1] not in _MONTHS:
         return None  # a date this parser does not know reads as unknown, not as an error
-    hour, minute, second = (int(part) for part in match[3].split(":"))
-    when = datetime(int(match[4]), _MONTHS[match[1]], int(match[2]), hour, minute, second)
-    return when.replace(tzinfo=zone).isoformat()
+    try:
+        hour, minute, second = (int(part) for part in match[3].split(":"))
+        when = datetime(int(match[4]), _MONTHS[match[1]], int(match[2]), hour, minute, second)
+        return when.replace(tzinfo=zone).isoformat()
+    except (OverflowError, ValueError):  # Feb 31, hour 25, year 0 or past 9999: unknown
+        return None
 
 
 def _clock_s(value: object) -> int | None:

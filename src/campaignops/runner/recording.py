@@ -41,8 +41,15 @@ class Warned:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # errors="replace": git quotes odd file names, but its messages may carry any bytes.
     return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=False, timeout=300
+        ["git", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+        timeout=300,
     )
 
 

@@ -67,10 +67,15 @@ def _state(text: str) -> str:
 
 
 def _iso(text: str, zone: tzinfo | None) -> str | None:
-    if text in _NO_VALUE or not text.isdigit() or text == "0":
+    # ASCII digits only (str.isdigit takes "²"), and an epoch a datetime can hold: a time
+    # this parser cannot read is unknown, not an error.
+    if text in _NO_VALUE or not re.fullmatch(r"[0-9]{1,12}", text) or text == "0":
         return None
-    when = datetime.fromtimestamp(int(text), tz=zone)
-    return (when if zone else when.astimezone()).isoformat()
+    try:
+        when = datetime.fromtimestamp(int(text), tz=zone)
+        return (when if zone else when.astimezone()).isoformat()
+    except (OverflowError, OSError, ValueError):  # past year 9999, or the platform's range
+        return None
 
 
 def _seconds(text: str) -> float | None:

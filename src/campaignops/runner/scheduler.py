@@ -66,7 +66,23 @@ Runs = Callable[[Sequence[str]], Call]
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=TIMEOUT_S)
+    # A scheduler may print bytes that are not UTF-8 (a job name in Latin-1, a torn line):
+    # each reads as U+FFFD, and the parsers treat what they cannot read as unknown.
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S
+    )
+
+
+def _unpassable(argv: Sequence[str]) -> str | None:
+    """The first argument no command line can carry (a NUL, an unpaired surrogate), or None."""
+    for word in argv:
+        if "\x00" in word:
+            return word
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            return word
+    return None
 
 
 def call(
@@ -86,6 +102,14 @@ def call(
     A query that times out is retried like a transient error. A ``submission`` that times out
     is not: it raises OutcomeUnknown at once, since the job may be queued already.
     """
+    bad = _unpassable(argv)
+    if bad is not None:
+        # From a hand-edited ledger (a job id) or manifest: exec would raise, not run it.
+        raise CampaignError(
+            message=f"{_program(argv)}: cannot pass {bad!r} as a command argument (it holds a "
+            "NUL or an unpaired surrogate)",
+            hint="correct the record or file it came from (git log -p shows who wrote it)",
+        )
     last = ""
     for attempt in range(1, attempts + 1):
         try:

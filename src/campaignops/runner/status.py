@@ -25,7 +25,7 @@ from campaignops import ledger, views, yamldoc
 from campaignops.diagnosis.engine import Diagnosis
 from campaignops.diagnosis.tasks import Diagnosers
 from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, retry, scheduler, script, submit
+from campaignops.runner import backends, retry, scheduler, script, submit, submitlock
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -160,6 +160,18 @@ def refresh(
     root: Path,
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.timezone.utc),
     call: Call = scheduler.call,
+) -> Refresh:
+    # Serialised (submitlock.refreshing), and the ledger read inside the lock: concurrent
+    # refreshes of one finished job append its end once.
+    with submitlock.refreshing(root):
+        return _refresh(root=root, now=now, call=call)
+
+
+def _refresh(
+    *,
+    root: Path,
+    now: Callable[[], dt.datetime],
+    call: Call,
 ) -> Refresh:
     history = ledger.read(root)
     by_backend: dict[str, list[ledger.Job]] = {}

@@ -35,6 +35,7 @@ from campaignops.runner import (
     plan,
     scheduler,
 )
+from campaignops.runner import ledger_writer as lw
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
@@ -168,6 +169,8 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
     manifest, stage, targets, backend = ask.manifest, ask.stage, ask.targets, ask.backend
     after, dry_run, override, failed = ask.after, ask.dry_run, ask.override, ask.failed
+    if backend is not None:
+        backends.checked_name(backend)  # before anything reads backends/{backend}.md
     _, policy_doc = _yaml(root, layout.POLICY_FILE)
     policy = policy_mod.from_data(policy_doc)
     if layout.QUEUE in layout.kinds_of(manifest, policy.globs):
@@ -322,6 +325,7 @@ def submit(
             return Outcome(backend=pre.name, planned=pre.planned, unreachable=pre.unreachable)
         for p in pre.planned:
             gates.require(p.verdicts)
+        lw.check_writable(root)
         done, stopped = dispatch.execute(
             pre, now=now, call=backends.submitting(pre.backend, call), retry=retry
         )
