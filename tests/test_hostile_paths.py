@@ -344,7 +344,7 @@ def test_full_disk_submit_is_exit_2_leaving_nothing(
     root = full_disk / "demo"
     shutil.copytree(demo, root, symlinks=True)
     monkeypatch.chdir(root)
-    with (full_disk / "fill").open("wb") as fh:
+    with (full_disk / "fill").open("wb", buffering=0) as fh:  # unbuffered: no flush at close
         try:
             while True:
                 fh.write(b"\0" * 65536)

@@ -127,4 +127,7 @@ def test_an_error_the_catalog_does_not_know_is_unknown_and_signed_by_its_line(li
     told = json.loads(life.run("diagnose", job_id, "--format", "json").out)
     assert (told["category"], told["entry"], told["matches"]) == (None, None, [])
     assert told["lesson"].endswith(" · new")
+    # The lesson names the error as printed, not its masked signature.
+    assert told["last_error"]["text"] == "ValueError: shape (3, 4) vs (4, 5)"
+    assert "unexplained failure: ValueError: shape (3, 4) vs (4, 5) (job " in told["lesson"]
     assert "| train | FAILED exit 1, unknown (" in (life.root / "STATUS.md").read_text()

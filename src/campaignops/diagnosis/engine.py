@@ -76,6 +76,7 @@ class Diagnosis:
     evidence: Evidence
     signature: str
     why: str  # how the answer was reached, in one sentence
+    last_error: logtext.Line | None = None  # the log's last error line, as printed
 
     @property
     def entry_id(self) -> str | None:
@@ -172,6 +173,7 @@ def diagnose(
         evidence=evidence,
         signature=signature(entry, category, evidence, lines),
         why=why,
+        last_error=last_error(lines),
     )
 
 
@@ -191,6 +193,11 @@ def _by_verdict(
     return None, verdict, why
 
 
+def last_error(lines: Sequence[logtext.Line]) -> logtext.Line | None:
+    """The last line that reads as an error (what a person looks at first in an unknown)."""
+    return next((ln for ln in reversed(lines) if _ERROR_LINE.search(ln.text)), None)
+
+
 def signature(
     entry: Entry | None, category: str | None, evidence: Evidence, lines: Sequence[logtext.Line]
 ) -> str:
@@ -202,9 +209,6 @@ def signature(
         return category
     code = "-" if evidence.exit_code is None else str(evidence.exit_code)
     base = f"{evidence.state or 'FAILED'}:{code}"
-    for line in reversed(lines):
-        if _ERROR_LINE.search(line.text):
-            text = normalise(line.text)
-            if text:
-                return f"{base} {text}"
-    return base
+    found = last_error(lines)
+    text = normalise(found.text) if found is not None else ""
+    return f"{base} {text}" if text else base

@@ -201,7 +201,8 @@ def _report(subject: Subject, found: Diagnosis, *, today: dt.date | None) -> Rep
         failed = lessons.sanitize(_first_sentence(entry.title or entry.symptom), limit=100)
         fixed = lessons.sanitize(_first_sentence(entry.fix), limit=100)
     else:
-        failed = lessons.sanitize(f"unexplained failure: {found.signature}", limit=100)
+        shown = found.last_error.text if found.last_error is not None else found.signature
+        failed = lessons.sanitize(f"unexplained failure: {shown}", limit=100)
         fixed = "WHAT FIXED IT"
     entry_id = entry.id if entry is not None else lessons.NEW
     job = subject.ref if subject.ledger_id else None
@@ -233,6 +234,11 @@ def as_json(report: Report) -> dict[str, Any]:
             "reason": found.evidence.reason,
         },
         "signature": found.signature,
+        "last_error": (
+            {"line": found.last_error.number, "text": found.last_error.text}
+            if found.last_error is not None
+            else None
+        ),
         "why": found.why,
         "cause": entry.cause if entry else None,
         "fix": entry.fix if entry else None,
@@ -268,6 +274,8 @@ def as_text(report: Report) -> str:
         if entry.source:
             lines.append(f"source    {entry.source}")
     else:
+        if found.last_error is not None:
+            lines.append(f"  line {found.last_error.number}: {found.last_error.text[:160]}")
         lines.append(f"signature {found.signature}")
         lines.append(
             "next      read the log; once understood, add an entry to failures.yaml "
