@@ -14,16 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, lessons
+from campaignops import jobref, ledger, lessons
 from campaignops.diagnosis import catalog as catalog_mod
 from campaignops.diagnosis import logtext
 from campaignops.diagnosis.engine import Diagnosis, diagnose
 from campaignops.diagnosis.verdicts import Evidence
 from campaignops.errors import CampaignError, InputError, UsageError
 from campaignops.runner import backends
-
-_PBS_SUBJOB = re.compile(r"^(\d+)\[(\d+)\](.*)$")
-_TASK = re.compile(r"^(.+)_(\d{1,7})$")
 
 
 @dataclass(frozen=True)
@@ -46,37 +43,6 @@ class Report:
     diagnosis: Diagnosis
     lesson: str  # the line `campaign lesson add` would append
     lesson_command: str  # that command, ready to paste
-
-
-def _find(history: ledger.Ledger, ref: str) -> tuple[ledger.Job, int | None]:
-    """The job ``ref`` names and the array index it names (None: the job as a whole)."""
-    if ref in history.by_id:
-        return history.by_id[ref], None
-    direct = [j for j in history.jobs if j.job_id == ref]
-    if len(direct) == 1:
-        return direct[0], None
-    candidates: list[tuple[str, int]] = []
-    pbs = _PBS_SUBJOB.match(ref)
-    if pbs:
-        candidates.append((f"{pbs[1]}[]{pbs[3]}", int(pbs[2])))
-    task = _TASK.match(ref)
-    if task:
-        candidates.append((task[1], int(task[2])))
-    for base, index in candidates:
-        found = [j for j in history.jobs if j.job_id == base]
-        if len(found) == 1:
-            return found[0], index
-    if len(direct) > 1:
-        ids = ", ".join(j.ledger_id for j in direct)
-        raise UsageError(
-            message=f"job id {ref!r} is recorded more than once ({ids})",
-            hint="pass the ledger id instead (campaign status --format json lists them)",
-        )
-    raise UsageError(
-        message=f"no job or task {ref!r} in the ledger (.campaign/ledger.jsonl)",
-        hint="pass a job id from campaign status (an array task as JOB_INDEX), a ledger id, "
-        "or a log file with --log FILE",
-    )
 
 
 def _task_ids(job: ledger.Job, be: backends.Backend) -> list[str]:
@@ -116,7 +82,7 @@ def of_job(
 ) -> Report:
     """Diagnose the recorded task ``ref``."""
     history = ledger.read(root)
-    job, index = _find(history, ref)
+    job, index = jobref.resolve(history, ref)
     if job.job_id is None:
         raise UsageError(
             message=f"ledger {job.ledger_id} holds no submitted job "
@@ -137,11 +103,6 @@ def of_job(
             message=f"job {job.job_id} is an array of {len(job.targets)} tasks: name one",
             hint=(f"failed: {', '.join(failed)}" if failed else f"e.g. {ids[0]}")
             + " (campaign status shows each target's outcome)",
-        )
-    if index is not None and not 0 <= index < len(job.targets):
-        raise UsageError(
-            message=f"job {job.job_id} has no task {index} (tasks 0-{len(job.targets) - 1})",
-            hint=f"e.g. {ids[0]}",
         )
     target = job.targets[index or 0] if job.targets else None
     task = job.task(target) if target is not None else None

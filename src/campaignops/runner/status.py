@@ -127,11 +127,29 @@ def judge(
     return state, entries
 
 
-def _job_fields(
-    job: ledger.Job, state: JobState, diagnoser: Diagnoser | None
-) -> tuple[str | None, dict[str, str | None] | None]:
-    """A single job's signature and diagnosis (an array's live in its task entries)."""
-    return (None, None) if len(job.targets) > 1 else _explain(state, None, diagnoser)
+def _state_record(
+    job: ledger.Job,
+    state: JobState,
+    tasks: Mapping[int, Mapping[str, object]],
+    when: dt.datetime,
+    diagnoser: Diagnoser | None,
+) -> dict[str, object]:
+    """The state record of a refresh; a single job that newly ended in failure carries its
+    signature and diagnosis (an array's live in its task entries). ``diagnoser`` None: the
+    job's own state did not change, so nothing is diagnosed again."""
+    signature, diagnosis = (
+        _explain(state, None, diagnoser)
+        if diagnoser is not None and len(job.targets) <= 1
+        else (None, None)
+    )
+    return lw.state_record(
+        ledger_id=job.ledger_id,
+        time=when,
+        state=state,
+        tasks=tasks,
+        signature=signature,
+        diagnosis=diagnosis,
+    )
 
 
 def _match(job: ledger.Job, found: dict[str, JobState], claimed: set[str]) -> JobState | None:
@@ -209,17 +227,7 @@ def _refresh(
                 records.append(
                     lw.result_record(ledger_id=j.ledger_id, time=now(), job_id=match.job_id)
                 )
-                signature, diagnosis = _job_fields(j, state, diagnoser)
-                records.append(
-                    lw.state_record(
-                        ledger_id=j.ledger_id,
-                        time=now(),
-                        state=state,
-                        tasks=entries,
-                        signature=signature,
-                        diagnosis=diagnosis,
-                    )
-                )
+                records.append(_state_record(j, state, entries, now(), diagnoser))
                 reconciled.append(j.ledger_id)
                 continue
             since = ledger.parse_time(j.first_time)
@@ -249,17 +257,7 @@ def _refresh(
             same = state.state == job.state and state.exit_code == job.record.get("exit_code")
             if same and not entries:
                 continue
-            signature, diagnosis = (None, None) if same else _job_fields(job, state, diagnoser)
-            records.append(
-                lw.state_record(
-                    ledger_id=job.ledger_id,
-                    time=now(),
-                    state=state,
-                    tasks=entries,
-                    signature=signature,
-                    diagnosis=diagnosis,
-                )
-            )
+            records.append(_state_record(job, state, entries, now(), None if same else diagnoser))
             changed.append(job.ledger_id)
     if records:
         lw.append(root, records)
