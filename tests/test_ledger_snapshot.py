@@ -314,7 +314,7 @@ def test_campaign_status_refresh_parses_each_ledger_line_once(
     job_dir = repo / ".campaign/local/local-77"
     job_dir.mkdir(parents=True)
     head = {"name": "z", "comment": "L-open", "submitted": "2026-11-01T10:51:00Z"}
-    (job_dir / "job.json").write_text(json.dumps(head | {"timelimit": 600, "size": 1}))
+    (job_dir / "job.json").write_text(json.dumps(head | {"timelimit": "00:10:00", "size": 1}))
     end = {"state": "COMPLETED", "exit_code": 0, "executor_pid": None}
     (job_dir / "state.json").write_text(json.dumps(end | {"tasks": [{"index": 0, **end}]}))
     ledger_snapshot.forget()
