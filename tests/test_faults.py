@@ -1,17 +1,14 @@
-"""Faults around the runner: a submit killed at random points, a full disk, a read-only ledger,
-a scheduler command that hangs or prints garbage.
+"""Faults around a submission: `kill -9` of `campaign submit` at random points, a full disk, a
+read-only ledger (tests/test_faults_scheduler.py: a scheduler that hangs or prints garbage).
 
 After each fault: the ledger parses, no record is duplicated, every job the local backend
 started is in the ledger once the next `campaign status --refresh` has run, and the next
-command works without any clean-up. Kills and disks are real (kill -9 of real `campaign
-submit` processes, a tmpfs mount, a read-only bind mount); the scheduler faults are scripts
-named sbatch, squeue and sacct first on PATH (tests/scenarios/test_scheduler_faults.py does the
-same for a missing scheduler).
+command works without any clean-up (tests/faultkit.py). Kills and disks are real: kill -9 of
+real `campaign submit` processes, a tmpfs mount, a read-only bind mount and `chattr +i`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -26,115 +23,26 @@ from pathlib import Path
 import pytest
 
 from campaignops import ledger
-from campaignops.runner import scheduler
-from tests.conftest import Result, git
+from tests.conftest import Result
+from tests.faultkit import (
+    LEDGER,
+    SEED,
+    Breaches,
+    assert_every_started_job_recorded,
+    assert_nothing_duplicated,
+    campaign_cmd,
+    ledger_records,
+    new_campaign,
+    started_jobs,
+    stray_dirs,
+)
 
-SEED = int(os.environ.get("CAMPAIGN_FAULT_SEED", "20261124"))
 KILLS = 100
-LEDGER = ".campaign/ledger.jsonl"
-
-
-def _quick(n: int) -> str:
-    """A manifest of n one-line targets: each smoke is its own target, so no kill's leftover
-    job blocks the next submit through no_sibling."""
-    jobs = "".join(
-        f"  - id: t{i:03d}\n"
-        f"    cmd: sh -c 'mkdir -p $CAMPAIGN_OUT/q && echo $$ >> $CAMPAIGN_OUT/q/t{i:03d}'\n"
-        f"    output: ${{CAMPAIGN_OUT}}/q/t{i:03d}\n"
-        for i in range(n)
-    )
-    return f'backend: local\nresources: {{time: "00:05:00", cpus: 1, mem: 100M}}\njobs:\n{jobs}'
-
-
-def _campaign_cmd(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "campaignops", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture
 def small(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
-    """A campaign (local and generic-slurm) with manifests/quick.yaml (150 targets), committed."""
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new",
-        "faults",
-        "--defaults",
-        "--data",
-        "backends=generic-slurm,local",
-        "--data",
-        "smoke_backend=local",
-        "--data",
-        "require_pushed=no",
-    )
-    assert made.code == 0, made.err
-    root = tmp_path / "faults"
-    (root / "manifests/quick.yaml").write_text(_quick(150), encoding="utf-8")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "quick targets")
-    monkeypatch.chdir(root)
-    return root
-
-
-# --- what must hold after any fault -------------------------------------------------------------
-
-
-def ledger_records(root: Path) -> list[dict[str, object]]:
-    """Every line of the ledger as JSON (a torn last line is the only one allowed to fail)."""
-    lines = (root / LEDGER).read_bytes().split(b"\n")
-    records = []
-    for i, line in enumerate(lines):
-        if not line:
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            assert i == len(lines) - 1, f"line {i + 1} of the ledger is not JSON: {line[:200]!r}"
-    ledger.read(root)  # the product's own reader accepts it
-    return records
-
-
-def assert_nothing_duplicated(records: list[dict[str, object]]) -> None:
-    intents = Counter(r["ledger_id"] for r in records if r.get("kind") == "intent")
-    assert [k for k, n in intents.items() if n > 1] == [], "an intent recorded twice"
-    results = Counter(r["ledger_id"] for r in records if r.get("kind") == "result")
-    assert [k for k, n in results.items() if n > 1] == [], "a submission's result recorded twice"
-    owners: dict[object, set[object]] = {}
-    for r in records:
-        if r.get("job_id"):
-            owners.setdefault(r["job_id"], set()).add(r["ledger_id"])
-    assert {j: o for j, o in owners.items() if len(o) > 1} == {}, "one job under two entries"
-    lines = Counter(json.dumps(r, sort_keys=True) for r in records)
-    assert [line for line, n in lines.items() if n > 1] == [], "an identical record twice"
-
-
-def started_jobs(root: Path) -> dict[str, str]:
-    """job id -> ledger id of every job the local backend started (its job.json's comment)."""
-    started = {}
-    for job in sorted((root / ".campaign/local").glob("local-*/job.json")):
-        data = json.loads(job.read_text(encoding="utf-8"))
-        started[str(data["job_id"])] = str(data["comment"]).split()[0]
-    return started
-
-
-def stray_dirs(root: Path) -> list[str]:
-    return sorted(
-        d.name
-        for d in (root / ".campaign/local").glob("local-*")
-        if d.is_dir() and not (d / "job.json").is_file()
-    )
-
-
-def assert_every_started_job_recorded(root: Path, records: list[dict[str, object]]) -> None:
-    recorded = {(r.get("job_id"), r.get("ledger_id")) for r in records if r.get("job_id")}
-    missing = {j: lid for j, lid in started_jobs(root).items() if (j, lid) not in recorded}
-    assert missing == {}, f"jobs started but not in the ledger after a refresh: {missing}"
+    return new_campaign(tmp_path, run, monkeypatch)
 
 
 # --- kill -9 at random points -------------------------------------------------------------------
@@ -208,7 +116,9 @@ def _landed(before: list[dict[str, object]], after: list[dict[str, object]]) -> 
     return "after the result" if "result" in kinds else "between intent and result"
 
 
-def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(small: Path, run) -> None:  # type: ignore[no-untyped-def]
+def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
+    small: Path, run, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
     root = small
     rng = random.Random(SEED)
     # How long an undisturbed submit takes here. A kill in its first third lands in the
@@ -248,7 +158,8 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(small: P
         assert_nothing_duplicated(records)
         assert_every_started_job_recorded(root, records)
     assert kills >= KILLS, f"only {kills} kills in {finished + kills} submits"
-    print(f"\nfaults: {kills} kills of campaign submit ({dict(landed)}), {finished} finished")
+    with capsys.disabled():
+        print(f"\nfaults: {kills} kills of campaign submit ({dict(landed)}), {finished} finished")
     if broken_by_strays:
         pytest.xfail(
             f"item 2, hostile1: a stray local-N directory broke refresh {len(broken_by_strays)} "
@@ -306,42 +217,6 @@ def _fill(mnt: Path, leave: int) -> Path:
     return filler
 
 
-# Tracebacks another change of issue 12 removes: the test notes them and is an expected failure
-# while they are all it finds (remove an entry once its fix is merged).
-KNOWN = (
-    (("git", "No space left on device"), "item 5: a full disk during git status"),
-    (("dispatch.py", "No space left on device"), "item 5: a full disk writing the job script"),
-    (("PermissionError", "ledger.jsonl"), "item 5: an immutable ledger"),
-    # The same failure on a read-only mount (EROFS): item 5's fix must catch OSError at large.
-    (("Read-only file system", "ledger.jsonl"), "item 5: a read-only ledger (EROFS)"),
-    (("orphan scripts",), "item 5: an orphan .campaign/jobs/*.sh"),
-    (("local-N directory without job.json",), "item 2: a stray local-N directory (hostile1)"),
-    (("scheduler.py", "UnicodeDecodeError"), "item 5: scheduler output that is not UTF-8"),
-    (("sacct.py", "OverflowError"), "item 5: an out-of-range epoch"),
-    (("sacct.py", "year"), "item 5: an out-of-range epoch"),
-    (("localstate.py",), "item 2: a broken local-N state entry (hostile1)"),
-)
-
-
-def _known(text: str) -> str | None:
-    return next((why for signs, why in KNOWN if all(s in text for s in signs)), None)
-
-
-class Breaches:
-    def __init__(self) -> None:
-        self.found: list[str] = []
-
-    def check(self, what: str, code: int, err: str) -> None:
-        if code not in (0, 1, 2) or "Traceback" in err:
-            self.found.append(f"{what}: exit {code}\n{err[-2000:]}")
-
-    def verdict(self) -> None:
-        unknown = [f for f in self.found if _known(f) is None]
-        assert unknown == [], "\n\n".join(unknown[:3])
-        if self.found:
-            pytest.xfail(f"known issues: {sorted({str(_known(f)) for f in self.found})}")
-
-
 def test_a_full_disk_fails_commands_cleanly_and_the_next_ones_work(
     small: Path, tmpfs: Path
 ) -> None:
@@ -358,7 +233,7 @@ def test_a_full_disk_fails_commands_cleanly_and_the_next_ones_work(
             ("check",),
             ("render",),
         ):
-            done = _campaign_cmd(root, *argv)
+            done = campaign_cmd(root, *argv)
             breaches.check(
                 f"{' '.join(argv)} with {leave} bytes free", done.returncode, done.stderr
             )
@@ -366,20 +241,20 @@ def test_a_full_disk_fails_commands_cleanly_and_the_next_ones_work(
         filler.unlink()
         time.sleep(0.3)  # a job started on the full disk ends (it cannot write its output)
     # Room again: the next commands work as they are, and find every job that was started.
-    refreshed = _campaign_cmd(root, "status", "--refresh")
+    refreshed = campaign_cmd(root, "status", "--refresh")
     breaches.check("status --refresh after", refreshed.returncode, refreshed.stderr)
     strays = stray_dirs(root)
     if strays:
         breaches.found.append(f"the full disk left a local-N directory without job.json: {strays}")
         for stray in strays:  # by hand, to check the rest
             shutil.rmtree(root / ".campaign/local" / stray)
-        refreshed = _campaign_cmd(root, "status", "--refresh")
+        refreshed = campaign_cmd(root, "status", "--refresh")
     assert refreshed.returncode == 0, refreshed.stderr
     records = ledger_records(root)
     assert_nothing_duplicated(records)
     assert_every_started_job_recorded(root, records)
     argv = ("submit", "manifests/quick.yaml", "--stage", "smoke", "--targets", "t099")
-    done = _campaign_cmd(root, *argv)
+    done = campaign_cmd(root, *argv)
     assert done.returncode == 0, done.stdout + done.stderr
     breaches.verdict()
 
@@ -424,7 +299,7 @@ def test_a_read_only_ledger_refuses_before_starting_anything(
         ("render",),
         ("check",),
     ):
-        done = _campaign_cmd(root, *argv)
+        done = campaign_cmd(root, *argv)
         breaches.check(" ".join(argv), done.returncode, done.stderr)
         assert frozen.read_bytes() == before
     # Nothing was started that the ledger could not record, and no script was left behind.
@@ -446,7 +321,7 @@ def test_after_a_read_only_ledger_the_next_submit_works(small: Path, run) -> Non
         pytest.skip("cannot bind-mount the ledger")
     try:
         assert _mount("-o", "remount,ro,bind", str(path)).returncode == 0
-        refused = _campaign_cmd(root, "submit", "manifests/quick.yaml", "--stage", "smoke")
+        refused = campaign_cmd(root, "submit", "manifests/quick.yaml", "--stage", "smoke")
         assert refused.returncode in (1, 2), refused.stdout + refused.stderr
     finally:
         subprocess.run(["umount", str(path)], check=False)
@@ -458,154 +333,3 @@ def test_after_a_read_only_ledger_the_next_submit_works(small: Path, run) -> Non
     records = ledger_records(root)
     assert_nothing_duplicated(records)
     assert_every_started_job_recorded(root, records)
-
-
-# --- a scheduler that hangs or prints garbage ---------------------------------------------------
-
-
-def _fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """sbatch, squeue, sacct and scancel first on PATH; each runs `<bin>/<name>.sh`, which a
-    test rewrites between commands."""
-    bin_dir = tmp_path / "fake-bin"
-    bin_dir.mkdir()
-    for name in ("sbatch", "squeue", "sacct", "scancel"):
-        (bin_dir / name).write_text(f'#!/bin/bash\nexec bash "{bin_dir}/{name}.sh" "$@"\n')
-        (bin_dir / name).chmod(0o755)
-        (bin_dir / f"{name}.sh").write_text("exit 0\n")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return bin_dir
-
-
-def _act(bin_dir: Path, name: str, body: str) -> None:
-    (bin_dir / f"{name}.sh").write_text(body)
-
-
-SLURM_SUBMIT = ("submit", "manifests/quick.yaml", "--stage", "smoke", "--backend", "generic-slurm")
-
-
-def _safe(run, *argv: str) -> tuple[int, str]:  # type: ignore[no-untyped-def]
-    """Run in-process; an exception that escapes is returned as a traceback (exit None)."""
-    import traceback
-
-    try:
-        done: Result = run(*argv)
-    except Exception:
-        return -1, traceback.format_exc()
-    return done.code, done.out + done.err
-
-
-def test_a_hung_scheduler_is_a_bounded_wait_and_an_honest_exit(
-    small: Path, run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(scheduler, "TIMEOUT_S", 1.0)
-    fake = _fake_bin(tmp_path, monkeypatch)
-    breaches = Breaches()
-    before = (small / LEDGER).read_bytes()
-    # squeue hangs: the sibling gate cannot be checked, nothing is submitted or recorded.
-    _act(fake, "squeue", "exec sleep 600\n")
-    code, text = _safe(run, *SLURM_SUBMIT, "--targets", "t000")
-    breaches.check("submit, squeue hung", code, text)
-    assert code == 2 and (small / LEDGER).read_bytes() == before, text
-    # sbatch hangs: the job may be queued; it is recorded as an unknown outcome, once.
-    _act(fake, "squeue", "exit 0\n")
-    _act(fake, "sbatch", "exec sleep 600\n")
-    code, text = _safe(run, *SLURM_SUBMIT, "--targets", "t001")
-    breaches.check("submit, sbatch hung", code, text)
-    assert code == 1 and "outcome unknown" in text, text
-    (job,) = ledger.read(small).jobs
-    assert job.job_id is None and job.text("outcome") == "unknown"
-    # sacct hangs during the refresh: exit 2, and the ledger is not touched.
-    _act(fake, "sacct", "exec sleep 600\n")
-    _act(fake, "squeue", "exec sleep 600\n")
-    after_submit = (small / LEDGER).read_bytes()
-    code, text = _safe(run, "status", "--refresh")
-    breaches.check("status --refresh, sacct hung", code, text)
-    assert code == 2 and (small / LEDGER).read_bytes() == after_submit, text
-    # The scheduler answers again and has never heard of the job: the next refresh settles
-    # it, and the next submit works without anyone cleaning up.
-    _act(fake, "sacct", "exit 0\n")
-    _act(fake, "squeue", "exit 0\n")
-    _act(fake, "sbatch", "echo 4242\n")
-    code, text = _safe(run, "status", "--refresh")
-    breaches.check("status --refresh, answering", code, text)
-    assert code == 0, text
-    assert_nothing_duplicated(ledger_records(small))
-    code, text = _safe(run, *SLURM_SUBMIT, "--targets", "t002")
-    assert code == 0 and "as job 4242" in text, text
-    assert_nothing_duplicated(ledger_records(small))
-    breaches.verdict()
-
-
-GARBAGE_ROUNDS = 60
-
-
-def _garbage(rng: random.Random) -> bytes:
-    kind = rng.randrange(6)
-    if kind == 0:
-        return rng.randbytes(rng.randint(0, 300))
-    if kind == 1:  # sacct -P lines with the wrong number of fields and odd values
-        odd = [
-            "",
-            "4242",
-            "4242_0",
-            "-1",
-            "99999999999999999999",
-            "COMPLETED",
-            "FAILED",
-            "1e999",
-            "NaN",
-            "0:0",
-            "9:99",
-            "\xff",
-            "Unknown",
-            "None",
-            "2026-13-45",
-        ]
-        lines = ["|".join(rng.choice(odd) for _ in range(rng.randint(1, 16))) for _ in range(5)]
-        return "\n".join(lines).encode("utf-8", "surrogateescape")
-    if kind == 2:  # epochs past what datetime holds
-        return rng.choice([b"4242|COMPLETED|0:0|99999999999999|1|2\n", b"-99999999999\n"])
-    if kind == 3:
-        return b"Submitted batch job " + str(rng.randint(-5, 10**30)).encode() + b"\n"
-    if kind == 4:
-        return b"\xff\xfe" + rng.randbytes(20)
-    return b"\n" * rng.randint(0, 5000)
-
-
-def test_a_garbage_printing_scheduler_never_crashes_or_corrupts_the_ledger(
-    small: Path, run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(scheduler, "TIMEOUT_S", 5.0)
-    fake = _fake_bin(tmp_path, monkeypatch)
-    rng = random.Random(SEED)
-    breaches = Breaches()
-    for n in range(GARBAGE_ROUNDS):
-        for name in ("sbatch", "squeue", "sacct"):
-            data = tmp_path / f"{name}.out"
-            data.write_bytes(_garbage(rng) if rng.random() < 0.6 else b"")
-            # Exit 0 mostly; otherwise an error exit, not a transient one (no retry sleeps).
-            code = rng.choice((0, 0, 0, 1, 2))
-            _act(fake, name, f'cat "{data}"\nexit {code}\n')
-        argv = (
-            (*SLURM_SUBMIT, "--targets", f"t{n:03d}")
-            if rng.random() < 0.5
-            else ("status", "--refresh")
-        )
-        before = (small / LEDGER).read_bytes()
-        code, text = _safe(run, *argv)
-        breaches.check(" ".join(argv), code, text)
-        records = ledger_records(small)
-        assert_nothing_duplicated(records)
-        if code == 2:
-            assert (small / LEDGER).read_bytes() == before, f"{argv}: exit 2 changed the ledger"
-    # A sane scheduler again: the next commands work as they are.
-    for name in ("sacct", "squeue"):
-        _act(fake, name, "exit 0\n")
-    _act(fake, "sbatch", "echo 777\n")
-    code, text = _safe(run, "status", "--refresh")
-    breaches.check("status --refresh after", code, text)
-    assert code == 0, text
-    code, text = _safe(run, *SLURM_SUBMIT, "--targets", "t149")
-    assert code == 0 and "as job 777" in text, text
-    assert_nothing_duplicated(ledger_records(small))
-    breaches.verdict()
