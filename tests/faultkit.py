@@ -31,9 +31,11 @@ def quick_manifest(n: int) -> str:
     return f'backend: local\nresources: {{time: "00:05:00", cpus: 1, mem: 100M}}\njobs:\n{jobs}'
 
 
-def new_campaign(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
-    """A campaign (local and generic-slurm) with manifests/quick.yaml (150 targets), committed,
-    as the current directory."""
+def new_campaign(
+    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch, *, targets: int = 150
+) -> Path:  # type: ignore[no-untyped-def]
+    """A campaign (local and generic-slurm) with manifests/quick.yaml (``targets`` one-line
+    targets t000, t001, …), committed, as the current directory."""
     monkeypatch.chdir(tmp_path)
     made = run(
         "new",
@@ -48,7 +50,7 @@ def new_campaign(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path: 
     )
     assert made.code == 0, made.err
     root = tmp_path / "faults"
-    (root / "manifests/quick.yaml").write_text(quick_manifest(150), encoding="utf-8")
+    (root / "manifests/quick.yaml").write_text(quick_manifest(targets), encoding="utf-8")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "quick targets")
     monkeypatch.chdir(root)
