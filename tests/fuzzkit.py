@@ -260,6 +260,7 @@ class Tally:
     codes: dict[str, dict[int | None, int]] = field(default_factory=dict)
     spent: dict[str, float] = field(default_factory=dict)  # seconds in each command
     failures: list[str] = field(default_factory=list)
+    failed: list[Input] = field(default_factory=list)  # the inputs of ``failures``, in order
 
     def add(self, item: Input, outcome: Outcome, problems: list[str]) -> None:
         self.inputs += 1
@@ -269,6 +270,7 @@ class Tally:
         self.spent[item.command] = self.spent.get(item.command, 0.0) + outcome.seconds
         if problems:
             detail = outcome.escaped or outcome.err
+            self.failed.append(item)
             self.failures.append(
                 f"{item.describe()}\n  -> {'; '.join(problems)}\n  stderr/traceback: {detail}"
             )
@@ -316,6 +318,21 @@ def run_input(root: Path, item: Input, *, bound_s: float) -> Outcome:
         seconds=seconds,
         ledger_changed=before != after,
     )
+
+
+def keep(item: Input, where: Path) -> Path:
+    """Write an input's edited files under ``where``/input-N/ (the campaign's own bytes are
+    not reproducible across runs: ledger ids and job ids differ), to replay it by hand."""
+    dest = where / f"input-{item.number}"
+    for rel, data in item.edits:
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if data is None:
+            path.mkdir(exist_ok=True)
+        else:
+            path.write_bytes(data)
+    (dest / "COMMAND").write_text(" ".join(["campaign", *item.argv]) + "\n", encoding="utf-8")
+    return dest
 
 
 def problems(item: Input, outcome: Outcome) -> list[str]:

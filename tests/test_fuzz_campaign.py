@@ -64,11 +64,18 @@ def _known(failure: str) -> str | None:
     return next((why for signs, why in KNOWN if all(s in failure for s in signs)), None)
 
 
-def _verdict(tally: fuzzkit.Tally, what: str) -> None:
-    unknown = [f for f in tally.failures if _known(f) is None]
+def _verdict(tally: fuzzkit.Tally, what: str, keep: Path) -> None:
+    unknown = [
+        (f, i) for f, i in zip(tally.failures, tally.failed, strict=True) if _known(f) is None
+    ]
+    for _, item in unknown:
+        fuzzkit.keep(item, keep)
     assert not unknown, (
-        f"{len(unknown)} of {tally.inputs} inputs broke the contract (seed {SEED}); first:\n\n"
-        + "\n\n".join(f[:1000] + " ... " + f[-1500:] if len(f) > 2600 else f for f in unknown[:5])
+        f"{len(unknown)} of {tally.inputs} inputs broke the contract (seed {SEED}); their files "
+        f"are under {keep}; first:\n\n"
+        + "\n\n".join(
+            f[:1000] + " ... " + f[-1500:] if len(f) > 2600 else f for f, _ in unknown[:5]
+        )
     )
     if tally.failures:
         items = sorted({str(_known(f)) for f in tally.failures})
@@ -76,7 +83,7 @@ def _verdict(tally: fuzzkit.Tally, what: str) -> None:
 
 
 def test_every_command_keeps_the_contract_on_2000_mutated_campaigns(
-    fuzz_campaign: tuple[Path, fuzzkit.Pristine], capsys: pytest.CaptureFixture[str]
+    fuzz_campaign: tuple[Path, fuzzkit.Pristine], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     root, pristine = fuzz_campaign
     # The watchdog's backstop: a hang inside C code, which SIGALRM cannot interrupt, ends the
@@ -100,7 +107,7 @@ def test_every_command_keeps_the_contract_on_2000_mutated_campaigns(
     # 2) or never changed what a command reads (all exit 0) would fuzz nothing.
     for command in ("check", "check-json", "check-paths", "submit-dry-run", "render"):
         assert {1, 2} <= set(tally.codes[command]) or {0, 2} <= set(tally.codes[command])
-    _verdict(tally, "2,000 in-process inputs")
+    _verdict(tally, "2,000 in-process inputs", tmp_path / "breaches")
 
 
 def _subprocess_outcome(root: Path, item: fuzzkit.Input) -> fuzzkit.Outcome:
@@ -134,7 +141,7 @@ def _subprocess_outcome(root: Path, item: fuzzkit.Input) -> fuzzkit.Outcome:
 
 
 def test_the_installed_command_keeps_the_contract_on_mutated_campaigns(
-    fuzz_campaign: tuple[Path, fuzzkit.Pristine],
+    fuzz_campaign: tuple[Path, fuzzkit.Pristine], tmp_path: Path
 ) -> None:
     """The same inputs through a real process: what in-process runs cannot see (a signal
     death, an encoding error when the real stdout is written, the exit status itself)."""
@@ -150,7 +157,7 @@ def test_the_installed_command_keeps_the_contract_on_mutated_campaigns(
         tally.add(item, outcome, fuzzkit.problems(item, outcome))
     assert tally.inputs == 2 * len(fuzzkit.COMMANDS)
     assert all(set(codes) <= {0, 1, 2} for codes in tally.codes.values()) or tally.failures
-    _verdict(tally, "20 subprocess inputs")
+    _verdict(tally, "20 subprocess inputs", tmp_path / "breaches")
 
 
 # --- the harness sees every kind of breach ------------------------------------------------------
