@@ -79,9 +79,10 @@ def _drain(pgid: int) -> None:
         time.sleep(0.02)
 
 
-def _killed_submit(root: Path, target: str, delay: float) -> int | None:
+def _killed_submit(root: Path, target: str, delay: float, *, group: bool) -> int | None:
     """Start `campaign submit` for one target and SIGKILL it after ``delay`` seconds (None: it
-    had already exited, with the code returned)."""
+    had already exited, with the code returned): the process alone (the OOM killer, `kill -9
+    PID`), or with ``group`` its whole process group, children included (a closed terminal)."""
     proc = subprocess.Popen(
         _submit_argv(target),
         cwd=root,
@@ -92,7 +93,10 @@ def _killed_submit(root: Path, target: str, delay: float) -> int | None:
     try:
         proc.wait(timeout=delay)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
+        if group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stderr.close()  # type: ignore[union-attr]
         _drain(proc.pid)
@@ -141,10 +145,12 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
         target = f"t{i:03d}"
         before = ledger_records(root)
         start = time.monotonic()
-        code = _killed_submit(root, target, span * rng.uniform(0.3, 1.0))
+        group = rng.random() < 0.5
+        code = _killed_submit(root, target, span * rng.uniform(0.3, 1.0), group=group)
         if code is None:
             kills += 1
             landed[_landed(before, ledger_records(root))] += 1
+            landed["with its process group" if group else "the process alone"] += 1
         else:
             finished += 1
             if code == 0:  # a whole submit: a refusal is shorter and says nothing of the span
