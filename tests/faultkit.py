@@ -133,11 +133,11 @@ KNOWN = (
     # The same failure on a read-only mount (EROFS): item 5's fix must catch OSError at large.
     (("Read-only file system", "ledger.jsonl"), "item 5: a read-only ledger (EROFS)"),
     (("orphan scripts",), "item 5: an orphan .campaign/jobs/*.sh"),
-    (("local-N directory without job.json",), "item 2: a stray local-N directory (hostile1)"),
+    (("local-N directory without job.json breaks",), "item 2: a stray local-N directory"),
     (("scheduler.py", "UnicodeDecodeError"), "item 5: scheduler output that is not UTF-8"),
     (("sacct.py", "OverflowError"), "item 5: an out-of-range epoch"),
     (("sacct.py", "year"), "item 5: an out-of-range epoch"),
-    (("localstate.py",), "item 2: a broken local-N state entry (hostile1)"),
+    (("localstate.py",), "item 2: a broken local-N state entry"),
 )
 
 

@@ -251,12 +251,17 @@ def test_a_full_disk_fails_commands_cleanly_and_the_next_ones_work(
         ledger_records(root)
         filler.unlink()
         time.sleep(0.3)  # a job started on the full disk ends (it cannot write its output)
-    # Room again: the next commands work as they are, and find every job that was started.
+    # Room again: the next commands work as they are, and find every job that was started. A
+    # write that failed may have left a local-N directory without job.json: the local backend
+    # must skip it, not break on it.
     refreshed = campaign_cmd(root, "status", "--refresh")
     breaches.check("status --refresh after", refreshed.returncode, refreshed.stderr)
     strays = stray_dirs(root)
-    if strays:
-        breaches.found.append(f"the full disk left a local-N directory without job.json: {strays}")
+    if strays and (refreshed.returncode != 0 or "Traceback" in refreshed.stderr):
+        breaches.found.append(
+            f"a local-N directory without job.json breaks the refresh: {strays}\n"
+            f"{refreshed.stderr[-1000:]}"
+        )
         for stray in strays:  # by hand, to check the rest
             shutil.rmtree(root / ".campaign/local" / stray)
         refreshed = campaign_cmd(root, "status", "--refresh")
