@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=50_000, help="inputs to try (50,000)")
     parser.add_argument("--seed", type=int, default=1, help="the mutation seed (1)")
     parser.add_argument("--bound", type=float, default=30.0, help="seconds per input (30)")
-    parser.add_argument("--out", type=Path, help="write each breach here (one file each)")
+    parser.add_argument(
+        "--out", type=Path, help="write each breach here as it is found, with its input's files"
+    )
     args = parser.parse_args(argv)
     total = sum(WEIGHTS.values())
     shares = {c: args.inputs * w // total for c, w in WEIGHTS.items()}
@@ -57,7 +59,17 @@ def main(argv: list[str] | None = None) -> int:
         pristine = fuzzkit.snapshot(root)
         start = time.monotonic()
 
+        written = 0
+
         def progress(tally: fuzzkit.Tally) -> None:
+            nonlocal written
+            if args.out:  # as they come: a long run's first breach need not wait for its end
+                args.out.mkdir(parents=True, exist_ok=True)
+                for i in range(written, len(tally.failures)):
+                    path = args.out / f"breach-{i:04d}.txt"
+                    path.write_text(tally.failures[i], encoding="utf-8", errors="replace")
+                    fuzzkit.keep(tally.failed[i], args.out / "inputs")
+                written = len(tally.failures)
             if tally.inputs % 2500 == 0:
                 rate = tally.inputs / (time.monotonic() - start)
                 print(f"  {tally.inputs} inputs, {len(tally.failures)} breaches, {rate:.1f}/s")
@@ -74,12 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         exits = ", ".join(f"{k}: {v}" for k, v in sorted(codes.items(), key=str))
         print(f"  {command:<22} {n:>6} inputs  {tally.spent[command] / n * 1000:6.1f} ms  {exits}")
     if args.out and tally.failures:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for i, failure in enumerate(tally.failures):
-            (args.out / f"breach-{i:04d}.txt").write_text(
-                failure, encoding="utf-8", errors="replace"
-            )
-        print(f"breaches written to {args.out}")
+        print(f"breaches written to {args.out} (their inputs' files under {args.out}/inputs)")
     return 1 if tally.failures else 0
 
 
