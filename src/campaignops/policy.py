@@ -50,7 +50,12 @@ def _str_list(value: Any) -> tuple[str, ...] | None:
 def _number(value: Any, *, most: float | None = None) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         return None
-    return None if most is not None and value > most else float(value)
+    if most is not None and value > most:
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer past a float's range (10**400): no usable number
+        return None
 
 
 def _budgets(data: Any) -> tuple[float | None, float | None, Mapping[str, float]]:
