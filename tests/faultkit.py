@@ -124,21 +124,9 @@ def assert_every_started_job_recorded(root: Path, records: list[dict[str, object
     assert missing == {}, f"jobs started but not in the ledger after a refresh: {missing}"
 
 
-# Tracebacks another change of issue 12 removes: a test notes them and is an expected failure
-# while they are all it finds. Remove an entry once its fix is merged.
-KNOWN = (
-    (("git", "No space left on device"), "item 5: a full disk during git status"),
-    (("dispatch.py", "No space left on device"), "item 5: a full disk writing the job script"),
-    (("PermissionError", "ledger.jsonl"), "item 5: an immutable ledger"),
-    # The same failure on a read-only mount (EROFS): item 5's fix must catch OSError at large.
-    (("Read-only file system", "ledger.jsonl"), "item 5: a read-only ledger (EROFS)"),
-    (("orphan scripts",), "item 5: an orphan .campaign/jobs/*.sh"),
-    (("local-N directory without job.json breaks",), "item 2: a stray local-N directory"),
-    (("scheduler.py", "UnicodeDecodeError"), "item 5: scheduler output that is not UTF-8"),
-    (("sacct.py", "OverflowError"), "item 5: an out-of-range epoch"),
-    (("sacct.py", "year"), "item 5: an out-of-range epoch"),
-    (("localstate.py",), "item 2: a broken local-N state entry"),
-)
+# Tracebacks another change removes: noted, and the test an expected failure while they are all
+# it finds. Empty: the issue 12 fixes are merged, so every traceback fails the test.
+KNOWN: tuple[tuple[tuple[str, ...], str], ...] = ()
 
 
 def _known(text: str) -> str | None:

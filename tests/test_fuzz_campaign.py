@@ -43,13 +43,9 @@ SHARES = {
     "render": 250,
 }
 BOUND_S = 30.0
-# Breaches another change of issue 12 fixes; they are reported, and the test is an expected
-# failure while one of them is all it finds. Remove an entry once its fix is merged.
-KNOWN: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("campaignops/runner/localstate.py",), "item 2: a broken local-N state entry (hostile1)"),
-    (("runner/backends.py", "UnicodeDecodeError"), "item 5: a backend page that is not UTF-8"),
-    (("File name too long",), "item 5: a path component over 255 bytes"),
-)
+# Breaches another change fixes: reported, and the test an expected failure while one of them is
+# all it finds. Empty: the issue 12 fixes are merged, so every breach fails the test.
+KNOWN: tuple[tuple[tuple[str, ...], str], ...] = ()
 
 
 @pytest.fixture(scope="module")

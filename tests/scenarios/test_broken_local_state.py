@@ -32,6 +32,7 @@ BROKEN: dict[str, tuple[str | None, str]] = {
         "job.json: 'size' is '4', not an integer",
     ),
     "not UTF-8": ('{"name": "\xff"}', "job.json cannot be read (UnicodeDecodeError)"),
+    "nested too deep": ("[" * 100_000 + "]" * 100_000, "job.json nests too deeply"),
 }
 
 

@@ -37,7 +37,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
     UTF-8, not JSON, not an object): callers treat all of those as missing."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    except (OSError, ValueError, RecursionError):  # ValueError: UnicodeDecodeError, bad JSON
         return None
     return data if isinstance(data, dict) else None
 
@@ -54,6 +54,8 @@ def _problem(path: Path) -> str:
         json.loads(text)
     except ValueError:
         return f"{path.name} is not JSON"
+    except RecursionError:
+        return f"{path.name} nests too deeply"
     return f"{path.name} is not a JSON object"
 
 
