@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import ledger
+from campaignops import jobref, ledger
 from campaignops.errors import CampaignError, UsageError
 from campaignops.runner import backends, scheduler
 from campaignops.runner import ledger_writer as lw
@@ -74,23 +74,17 @@ def actor() -> str:
 
 
 def find(history: ledger.Ledger, job: str) -> ledger.Job:
-    """The recorded job whose ledger id or backend job id is ``job``."""
-    if job in history.by_id:
-        return history.by_id[job]
-    matches = [j for j in history.jobs if j.job_id == job]
-    if not matches:
+    """The recorded job whose ledger id or backend job id is ``job`` (one array task is
+    cancelled with ``--targets``, not by its task id)."""
+    found, index = jobref.resolve(history, job)
+    if index is not None:
+        target = found.targets[index] if index < len(found.targets) else str(index)
         raise UsageError(
-            message=f"no job {job!r} in the ledger (.campaign/ledger.jsonl)",
-            hint="campaign status lists the recorded jobs: pass a job id or a ledger id from it "
-            "(an array task: JOB --targets ID)",
+            message=f"{job!r} names one task of job {found.job_id or found.ledger_id}",
+            hint=f"cancel it with: campaign cancel {found.job_id or found.ledger_id} "
+            f"--targets {target}",
         )
-    if len(matches) > 1:
-        ids = ", ".join(f"{j.ledger_id} ({j.backend})" for j in matches)
-        raise UsageError(
-            message=f"job id {job!r} is recorded {len(matches)} times: {ids}",
-            hint="pass the ledger id of the one to cancel (campaign status --format json)",
-        )
-    return matches[0]
+    return found
 
 
 def tail(path: Path, lines: int = TAIL_LINES) -> tuple[str, ...] | None:
