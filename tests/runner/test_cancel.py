@@ -113,3 +113,11 @@ def test_a_cancel_the_backend_refuses_is_exit_1_and_records_nothing(campaign: Pa
     assert "no local job local-3-0a0b0c" in info.value.message
     assert "checkout that submitted it" in info.value.hint
     assert (campaign / ".campaign/ledger.jsonl").read_text() == before
+
+
+def test_a_task_id_points_to_targets(campaign: Path) -> None:
+    submitted(campaign, "L-arr-0001", "local-7", targets=("t1", "t2"))
+    with pytest.raises(UsageError) as info:
+        cancel.prepare(root=campaign, job="local-7_1")
+    assert "'local-7_1' names one task of job local-7" in str(info.value)
+    assert info.value.hint == "cancel it with: campaign cancel local-7 --targets t2"
