@@ -62,3 +62,26 @@ def list_files(root: Path, *, ref: str) -> list[str]:
         elif p.startswith(prefix + "/"):
             out.append(p[len(prefix) + 1 :])
     return sorted(out)
+
+
+def changed_files(root: Path, *, ref: str) -> frozenset[str]:
+    """Files under the campaign root that a change since ``ref`` touches: those whose content
+    differs between ``ref`` and the index or the working tree, and untracked ones (ignored
+    files excluded), relative to the campaign root. Deleted files are left out: there is
+    nothing left to check in them."""
+    import git
+
+    repo = _repo(root)
+    commit = _commit(repo, ref)
+    top = Path(repo.working_tree_dir or root).resolve()
+    prefix = root.resolve().relative_to(top).as_posix()
+    paths: set[str] = set(repo.untracked_files)
+    # ``diff(None)`` compares with the working tree, ``diff(INDEX)`` with the index: a file
+    # staged and then restored in the work tree is still part of the commit being made.
+    for against in (None, git.INDEX):
+        for change in commit.diff(against):
+            if change.b_path and not change.deleted_file:
+                paths.add(str(change.b_path))
+    if prefix in ("", "."):
+        return frozenset(paths)
+    return frozenset(p[len(prefix) + 1 :] for p in paths if p.startswith(prefix + "/"))

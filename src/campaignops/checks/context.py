@@ -37,6 +37,20 @@ class CheckContext:
         return self.files.get(kind, ())
 
     @cached_property
+    def touched(self) -> frozenset[str] | None:
+        """With ``base``, the files the change since it touches (campaignops.gitrefs
+        .changed_files); None without ``base`` (a full run: every file counts as touched)."""
+        if self.base is None:
+            return None
+        from campaignops import gitrefs  # GitPython loads only when --base is used
+
+        return gitrefs.changed_files(self.root, ref=self.base)
+
+    def is_touched(self, rel: str) -> bool:
+        touched = self.touched
+        return touched is None or rel in touched
+
+    @cached_property
     def tree(self) -> tuple[str, ...]:
         """Every file in the campaign (for cross-file rosters), walked once, lazily."""
         return tuple(layout.walk(self.root))

@@ -2,6 +2,10 @@
 
 Stamps are read from Markdown (front matter as YAML, the body as prose), backend pages, and the
 failure catalog (as YAML). The grammar lives in campaignops.stamps; here only policy is applied.
+
+With ``--base REF`` (commit and push time) only files the change touches are judged: a stamp
+ages with the calendar, not with the change, so a commit must not fail for facts it never
+touched. Those are the scheduled audit's (campaign audit, campaignops.upkeep).
 """
 
 from __future__ import annotations
@@ -73,18 +77,29 @@ def _is_backend_template(rel: str, ctx: CheckContext) -> bool:
     )
 
 
-def check(ctx: CheckContext) -> Iterator[Finding]:
-    """Age every stamp against ``ctx.today``; require one well-formed stamp per backend page."""
+def stamped_files(
+    ctx: CheckContext, *, touched_only: bool = False
+) -> Iterator[tuple[str, str, list[Stamp]]]:
+    """``(path, text, stamps)`` of every readable file that holds stamps (Markdown, backend
+    pages, the failure catalog), the backend template excepted; unreadable ones are skipped
+    (the reader records why). ``touched_only``: only files ``ctx.is_touched``."""
     catalogs = set(ctx.of(layout.FAILURES))
-    backends = set(ctx.of(layout.BACKEND))
     paths = dict.fromkeys((*ctx.of(layout.MARKDOWN), *ctx.of(layout.BACKEND), *catalogs))
     for rel in paths:
-        if _is_backend_template(rel, ctx):
+        if _is_backend_template(rel, ctx) or (touched_only and not ctx.is_touched(rel)):
             continue
         text = ctx.reader.read_text(rel)
         if text is None:
             continue
         stamps = find_stamps(text, yaml_like=True) if rel in catalogs else markdown_stamps(text)
+        yield rel, text, stamps
+
+
+def check(ctx: CheckContext) -> Iterator[Finding]:
+    """Age every stamp against ``ctx.today``; require one well-formed stamp per backend page.
+    With ``ctx.base``, only in the files the change touches."""
+    backends = set(ctx.of(layout.BACKEND))
+    for rel, _, stamps in stamped_files(ctx, touched_only=True):
         for stamp in stamps:
             finding = _judge(rel, stamp, ctx)
             if finding is not None:

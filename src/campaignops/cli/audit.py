@@ -1,13 +1,16 @@
-"""`campaign audit`: reports that learn from finished jobs (one subcommand per audit)."""
+"""`campaign audit`: the scheduled audit (stamps and standing checks), and `audit resources`,
+the report that learns from finished jobs."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
+from campaignops import layout, safetext, upkeep
+from campaignops.cli.files import _date
 from campaignops.cli.jobs import aligned
 
 
@@ -43,13 +46,94 @@ def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _days(value: str) -> int:
+    try:
+        days = int(value)
+    except ValueError:
+        days = -1
+    if not 0 <= days <= MAX_DUE_WITHIN:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of days from 0 to {MAX_DUE_WITHIN}"
+        )
+    return days
+
+
+MAX_DUE_WITHIN = 3660  # ten years: a window longer than any stamp's life says nothing more
+
+
+def _stamps(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops import upkeep_gather, upkeep_render
+    from campaignops.cli.files import _display
+
+    cwd = Path.cwd()
+    if args.today is None:
+        today, now = dt.date.today(), dt.datetime.now(dt.timezone.utc)
+    else:
+        # --today pins the whole audit: jobs are judged as at its first second (UTC).
+        today = args.today
+        now = dt.datetime.combine(today, dt.time.min, tzinfo=dt.timezone.utc)
+    found = upkeep_gather.gather(cwd=cwd, today=today, now=now, due_within_days=args.due_within)
+    display = _display(found.root, cwd.resolve())
+    result = found.audit
+    if args.format == "json":
+        print(upkeep_render.json_text(result, display), file=out)
+    elif args.format == "markdown":
+        print(upkeep_render.markdown(result, display), file=out)
+    else:
+        print(upkeep_render.text(result, display), file=out)
+    for problem in found.problems:
+        for line in safetext.error_lines("text", problem.message, hint=problem.hint):
+            print(line, file=err)
+    if found.problems:
+        return 2
+    return 1 if result.needs_action else 0
+
+
+AUDIT_DESCRIPTION = """\
+Without a subcommand: the scheduled audit. Every verified stamp stale now, and every one
+that goes stale within --due-within days, per file with the source to re-check; plus the
+standing checks no commit triggers: the wrappers lock, the ledger's health, and jobs the
+ledger shows running or unknown past their recorded time limit (no scheduler call).
+A scheduled workflow posts --format markdown as one issue (docs/runner.md, Audit).
+With `resources`: what the scheduler measured of finished jobs (right-sizing)."""
+
+AUDIT_EPILOG = """exit codes: 0 nothing stale and no standing finding (stamps only due are a reminder),
+1 stale stamps or standing findings, 2 not in a campaign, bad input, or unreadable files.
+`campaign audit resources` is the right-sizing report (its own --help)."""
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     aud = sub.add_parser(
         "audit",
-        help="learn from finished jobs: audit resources (right-sizing)",
-        description="Reports from what the scheduler measured of finished jobs (the ledger).",
+        help="the scheduled audit: stale and soon-stale stamps, standing checks; "
+        "audit resources: right-sizing",
+        description=AUDIT_DESCRIPTION,
+        epilog=AUDIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    audits = aud.add_subparsers(dest="audit", required=True, metavar="AUDIT")
+    aud.add_argument(
+        "--today",
+        type=_date,
+        metavar="YYYY-MM-DD",
+        help="the date stamps are aged against, and jobs judged at (default: today)",
+    )
+    aud.add_argument(
+        "--due-within",
+        type=_days,
+        default=upkeep.DEFAULT_DUE_WITHIN_DAYS,
+        metavar="DAYS",
+        help="also list stamps that go stale within this many days "
+        f"(default: {upkeep.DEFAULT_DUE_WITHIN_DAYS})",
+    )
+    aud.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="text (default), markdown (the issue body, with a hidden marker line), "
+        "json (docs/formats.md)",
+    )
+    aud.set_defaults(handler=_stamps)
+    audits = aud.add_subparsers(dest="audit", metavar="[AUDIT]")
     res = audits.add_parser(
         "resources",
         help="memory and time used against requested, per manifest and stage, with recommendations",

@@ -122,7 +122,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chk.add_argument(
         "--base",
         metavar="REF",
-        help="git ref to compare against for append-only rules (lock, queues)",
+        help="git ref to compare against: append-only rules (lock, queues), and STALE only in "
+        "files changed since REF (staged, unstaged or untracked)",
     )
     chk.add_argument(
         "--fix",
