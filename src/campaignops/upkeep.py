@@ -168,14 +168,16 @@ def time_limit(job: Job) -> int | None:
 
 
 def _since(job: Job, target: str) -> tuple[str, dt.datetime] | None:
-    """What a target's elapsed time counts from: its task's start, else (a job of one target)
-    the job's start, submission, or first record. An array task not known to have started
-    has no clock: the array's other tasks may have run before it."""
-    task = job.task(target)
-    if task is not None and (started := parse_time(task.started)) is not None:
-        return "it started", started
+    """What a target's elapsed time counts from: a job of one target, its start, else its
+    submission (or first record); an array task, its own recorded start only: the array's
+    other tasks may have run before it, so the job's times say nothing of its clock."""
     if len(job.targets) > 1:
-        return None
+        tasks = job.record.get("tasks")
+        index = job.index_of(target)
+        own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
+        value = own.get("started") if isinstance(own, Mapping) else None
+        started = parse_time(value) if isinstance(value, str) else None
+        return ("it started", started) if started is not None else None
     for key, label in (("started", "it started"), ("submitted", "it was submitted")):
         if (when := parse_time(job.text(key))) is not None:
             return label, when

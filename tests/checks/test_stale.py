@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import Result
+from campaignops import gitrefs
+from tests.conftest import Result, git
 
 Run = Callable[..., Result]
 
@@ -200,3 +201,89 @@ def test_select_single_id(campaign: Path, run: Run) -> None:
         ("HPC_PLAYBOOK.md", 5, "STALE004"),
         ("HPC_PLAYBOOK.md", 9, "STALE004"),
     ]
+
+
+# With --base, STALE judges only the files a change touches (docs/formats.md, "Stamps at
+# commit time"); the rest are the scheduled audit's.
+LATER = ("--today", "2027-06-01")
+
+
+def test_base_reports_stale_stamps_only_in_touched_files(repo: Path, run: Run) -> None:
+    (repo / "HPC_PLAYBOOK.md").write_text(PLAYBOOK)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "playbook")
+    everything = stale(run, *LATER)
+    assert {path for path, _, _ in everything.where()} == {
+        "HPC_PLAYBOOK.md",
+        "backends/generic-slurm.md",
+        "backends/local.md",
+        "failures.yaml",
+    }
+    nothing_touched = stale(run, *LATER, "--base", "HEAD")
+    assert nothing_touched.code == 0, nothing_touched.out
+    assert nothing_touched.where() == []
+    # An unstaged edit, a staged one and an untracked file are each part of the change.
+    edit(repo / "backends" / "local.md", "# ", "#  ")
+    assert {p for p, _, _ in stale(run, *LATER, "--base", "HEAD").where()} == {"backends/local.md"}
+    edit(repo / "failures.yaml", "version: 1", "version: 1 ")
+    git(repo, "add", "failures.yaml")
+    (repo / "NOTES.md").write_text("(verified 2020-01)\n")
+    touched = stale(run, *LATER, "--base", "HEAD")
+    assert touched.code == 1
+    assert {p for p, _, _ in touched.where()} == {"backends/local.md", "failures.yaml", "NOTES.md"}
+    # What each file reports is what the full run reports for it.
+    assert sorted(w for w in touched.where() if w[0] != "NOTES.md") == sorted(
+        w for w in everything.where() if w[0] in ("backends/local.md", "failures.yaml")
+    )
+
+
+def test_base_scope_covers_every_stale_code_and_a_staged_then_reverted_edit(
+    repo: Path, run: Run
+) -> None:
+    page = repo / "backends" / "local.md"
+    original = page.read_text()
+    edit(page, "verified: 2026-11\n", "")
+    edit(page, " (verified 2026-11)", "")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "unstamped page")
+    assert stale(run, "--base", "HEAD").where() == []
+    assert stale(run).where() == [("backends/local.md", 1, "STALE003")]
+    # Staged, then put back in the work tree: the commit being made still changes the page.
+    page.write_text(original)
+    git(repo, "add", "-A")
+    page.write_text(original.replace("verified: 2026-11\n", "").replace(" (verified 2026-11)", ""))
+    assert stale(run, "--base", "HEAD").where() == [("backends/local.md", 1, "STALE003")]
+
+
+def test_base_leaves_other_families_as_they_were(repo: Path, run: Run) -> None:
+    (repo / "scripts" / "helper.sh").write_text("#!/bin/bash\necho hi\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "unversioned wrapper")
+    result = run("check", "--format", "json", "--base", "HEAD", *LATER)
+    assert result.code == 1
+    assert result.where() == [("scripts/helper.sh", 1, "WRAP001")]
+
+
+def test_changed_files_are_relative_to_a_campaign_in_a_subdirectory(tmp_path: Path) -> None:
+    top = tmp_path / "top"
+    (top / "camp").mkdir(parents=True)
+    (top / "camp" / "a.md").write_text("a\n")
+    (top / "b.md").write_text("b\n")
+    git(top, "init", "-q")
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "one")
+    (top / "camp" / "a.md").write_text("a2\n")
+    (top / "b.md").write_text("b2\n")
+    (top / "camp" / "new.md").write_text("n\n")
+    (top / "camp" / "gone.md").write_text("x\n")
+    (top / ".gitignore").write_text("camp/ignored.md\n")
+    (top / "camp" / "ignored.md").write_text("i\n")
+    assert gitrefs.changed_files(top / "camp", ref="HEAD") == {"a.md", "new.md", "gone.md"}
+    (top / "camp" / "a.md").unlink()
+    assert gitrefs.changed_files(top / "camp", ref="HEAD") == {"new.md", "gone.md"}
+
+
+def test_base_that_does_not_resolve_is_a_usage_error(repo: Path, run: Run) -> None:
+    result = stale(run, "--base", "no-such-ref")
+    assert result.code == 2
+    assert "--base no-such-ref: cannot resolve base" in result.err
