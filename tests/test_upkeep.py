@@ -130,7 +130,7 @@ def _intent(
         "targets": targets,
     }
     if time_s is not None:
-        rec["charge"] = {"unit": "node-hours", "rate": 1.0, "time_s": time_s}
+        rec["time_s"] = time_s
     return rec | more
 
 
@@ -148,7 +148,10 @@ def _overdue(*records: dict[str, Any]) -> list[tuple[int, str]]:
 def test_a_job_running_past_its_limit_is_overdue_from_its_start() -> None:
     started = _state("L1", job_id="71", state="RUNNING", started="2027-05-31T22:30:00Z")
     assert _overdue(_intent("L1", targets=["a"]), started) == [
-        (1, "job 71 is RUNNING in the ledger 1.5 h after it started, past its time limit of 1.0 h")
+        (
+            1,
+            "job 71 is RUNNING in the ledger 1.5 h after it started, past its time limit of 01:00:00",
+        )
     ]
     # Within the limit: nothing; the same job with a limit of two hours is fine.
     assert _overdue(_intent("L1", targets=["a"], time_s=7200), started) == []
@@ -159,7 +162,7 @@ def test_unknown_and_unanswered_count_from_submission_pending_and_ended_do_not()
     assert _overdue(_intent("L1", targets=["a"]), unknown) == [
         (
             1,
-            "job 72 is UNKNOWN in the ledger 3.0 h after it was submitted, past its time limit of 1.0 h",
+            "job 72 is UNKNOWN in the ledger 3.0 h after it was submitted, past its time limit of 01:00:00",
         )
     ]
     # An intent never answered (a crash mid-submit): its first record's time is the clock.
@@ -167,7 +170,7 @@ def test_unknown_and_unanswered_count_from_submission_pending_and_ended_do_not()
         (
             1,
             "job L2 is UNKNOWN (no scheduler answer recorded) in the ledger 4.0 h after it was "
-            "submitted, past its time limit of 1.0 h",
+            "submitted, past its time limit of 01:00:00",
         )
     ]
     for state in ("PENDING", "COMPLETED", "TIMEOUT"):
@@ -181,6 +184,17 @@ def test_no_recorded_time_limit_no_verdict() -> None:
     job = _ledger(_intent("L1", targets=["a"], time_s=None), running).jobs[0]
     assert time_limit(job) is None
     assert overdue(_ledger(_intent("L1", targets=["a"], time_s=None), running), now=NOW) == []
+    for bad in (0, -5, True, 1.5, "3600"):
+        odd = _intent("L1", targets=["a"], time_s=None) | {"time_s": bad}
+        assert time_limit(_ledger(odd).jobs[0]) is None, bad
+
+
+def test_an_older_intent_gives_its_limit_through_its_charge() -> None:
+    charged = _intent("L1", targets=["a"], time_s=None)
+    charged["charge"] = {"unit": "node-hours", "rate": 1.0, "time_s": 900}
+    assert time_limit(_ledger(charged).jobs[0]) == 900
+    # The intent's own time_s wins: it is the limit the job was submitted with.
+    assert time_limit(_ledger(charged | {"time_s": 1800}).jobs[0]) == 1800
 
 
 def test_array_tasks_are_judged_by_their_own_start() -> None:
@@ -194,7 +208,7 @@ def test_array_tasks_are_judged_by_their_own_start() -> None:
     assert _overdue(_intent("L1", targets=["a", "b", "c", "d"]), array) == [
         (
             1,
-            "job 80 (b) is RUNNING in the ledger 2.0 h after it started, past its time limit of 1.0 h",
+            "job 80 (b) is RUNNING in the ledger 2.0 h after it started, past its time limit of 01:00:00",
         )
     ]
     # An array task with no start of its own has no clock (others may have run before it).

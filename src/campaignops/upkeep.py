@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from campaignops import layout
+from campaignops import layout, walltime
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.ledger import Job, Ledger, parse_time
 from campaignops.stamps import Stamp, is_future
@@ -159,10 +159,14 @@ def _hours(seconds: float) -> str:
 
 
 def time_limit(job: Job) -> int | None:
-    """The time limit each task may use, as the intent recorded it (``charge.time_s``, on a
-    backend whose page has a charging model); None where none was recorded."""
+    """The time limit each task may use, as the intent recorded it: ``time_s``, else (intents
+    written before it was recorded) ``charge.time_s`` on a charged backend; None where none was
+    recorded (the manifest's current ``time`` may have changed since: it is not a record)."""
+    own = job.record.get("time_s")
     charge = job.record.get("charge")
-    limit = charge.get("time_s") if isinstance(charge, Mapping) else None
+    limit = (
+        own if own is not None else charge.get("time_s") if isinstance(charge, Mapping) else None
+    )
     ok = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
     return limit if ok else None
 
@@ -224,7 +228,7 @@ def overdue(ledger: Ledger, *, now: dt.datetime) -> list[Finding]:
                     state=state,
                     elapsed=_hours(elapsed),
                     since=since[0],
-                    limit=_hours(limit),
+                    limit=walltime.dhms(limit),
                 )
             )
     return out

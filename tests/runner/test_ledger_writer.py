@@ -87,6 +87,7 @@ def test_every_record_is_schema_valid() -> None:
     records = [
         *chain("L-000001"),
         intent("L-000002", wrappers=None, array=None, after=(), override=None),
+        intent("L-000003", time_s=3600),
         lw.result_record(
             ledger_id="L-000002", time=T0, job_id=None, error="sbatch: invalid partition"
         ),
@@ -103,6 +104,14 @@ def test_every_record_is_schema_valid() -> None:
     ]
     for record in records:
         assert list(schema.validate(schema.LEDGER_RECORD, record)) == [], record
+
+
+def test_an_intent_records_its_time_limit_and_the_schema_refuses_a_bad_one() -> None:
+    record = intent("L-000003", time_s=5400)
+    assert record["time_s"] == 5400
+    assert "time_s" not in intent("L-000004")  # no limit asked: the key is left out
+    for bad in (-1, 1.5, "01:30:00"):
+        assert list(schema.validate(schema.LEDGER_RECORD, record | {"time_s": bad})), bad
 
 
 def test_records_leave_nulls_out_and_lead_with_the_envelope() -> None:

@@ -7,12 +7,18 @@ stale at once: the case the scheduled audit and the --base scope exist for (issu
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from collections.abc import Callable
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
+from campaignops import ledger
+from campaignops.runner import local, localstate
 from tests.conftest import Result, git
 
 Run = Callable[..., Result]
@@ -117,7 +123,7 @@ def test_standing_checks_fail_the_audit_when_no_stamp_is_stale(demo: Path, run: 
         ("scripts/helper.sh", 1, "WRAP001"),
     ]
     assert report["standing"][0]["message"] == (
-        "job 4242 is RUNNING in the ledger 14.0 h after it started, past its time limit of 2.0 h"
+        "job 4242 is RUNNING in the ledger 14.0 h after it started, past its time limit of 02:00:00"
     )
 
 
@@ -157,3 +163,48 @@ def test_bad_input_exits_2_and_audit_resources_still_answers(
     outside = run("audit")
     assert outside.code == 2
     assert "campaign.yaml" in outside.err
+
+
+NAP = """\
+backend: local
+resources: {time: "00:10:00"}
+jobs:
+  - id: nap
+    cmd: bash -c 'echo napping; sleep 600'
+"""
+
+
+@pytest.fixture
+def napping(demo: Path, run: Run) -> Iterator[Path]:
+    (demo / "manifests" / "nap.yaml").write_text(NAP, encoding="utf-8")
+    git(demo, "add", "-A")
+    git(demo, "commit", "-qm", "nap")
+    yield demo
+    state = demo / ".campaign" / "local"  # leave nothing running, whatever the test did
+    for job_id in localstate.list_jobs(state):
+        subprocess.run(local.cancel_argv([job_id], state_root=str(state)), check=False)
+
+
+def test_a_real_job_the_ledger_shows_running_past_its_limit(napping: Path, run: Run) -> None:
+    assert run("submit", "manifests/nap.yaml", "--stage", "smoke").code == 0
+    deadline = time.monotonic() + 60
+    while ledger.read(napping).jobs[-1].state != "RUNNING":  # a test's wait, bounded
+        assert time.monotonic() < deadline, "the job never started"
+        assert run("status", "--refresh").code == 0
+        time.sleep(0.2)
+    job = ledger.read(napping).jobs[-1]
+    assert job.record["time_s"] == 600  # the intent records the limit it was submitted with
+    _, today = _audit(run)
+    assert today["standing"] == []
+    # Two days on (a scheduler would have ended it long ago), with no refresh since.
+    later = (dt.date.today() + dt.timedelta(days=2)).isoformat()
+    code, report = _audit(run, "--today", later)
+    assert code == 1
+    (finding,) = report["standing"]
+    assert (finding["path"], finding["line"], finding["id"]) == (
+        ".campaign/ledger.jsonl",
+        job.first_line,
+        "AUDIT003",
+    )
+    assert str(finding["message"]).startswith(f"job {job.job_id} is RUNNING in the ledger ")
+    assert str(finding["message"]).endswith("after it started, past its time limit of 00:10:00")

@@ -98,6 +98,7 @@ def execute(
                 stage_root=plan.stage_root(pre.stage),
                 attempt=retry.attempt if retry else None,
                 retry_of=list(retry.of) if retry else None,
+                time_s=spec.time_s,
             )
         ]
         try:

@@ -79,9 +79,11 @@ def intent_record(
     charge: Mapping[str, Any] | None = None,
     attempt: int | None = None,
     retry_of: Sequence[str] | None = None,
+    time_s: int | None = None,
 ) -> dict[str, Any]:
     """Written before the scheduler call: what is about to be submitted, from which commit.
-    ``fingerprints`` (several targets) keeps each target's own, so a smoke counts per target."""
+    ``fingerprints`` (several targets) keeps each target's own, so a smoke counts per target;
+    ``time_s``, each task's time limit, lets the audit tell a job the ledger lost track of."""
     return _record(
         "intent",
         ledger_id,
@@ -103,6 +105,7 @@ def intent_record(
         attempt=attempt,
         retry_of=list(retry_of) if retry_of else None,
         charge=dict(charge) if charge else None,
+        time_s=time_s,
     )
 
 
