@@ -109,6 +109,13 @@ def test_key_sources_read_each_mapping_and_inherit_from_the_enclosing_one() -> N
     assert key_sources(nested) == {4: "https://top.example/"}
 
 
+def test_key_sources_walk_an_alias_bomb_once() -> None:
+    bomb = "a: &a [{source: s, verified: 2026-11}]\n"
+    for i in range(1, 30):  # 2**29 paths through the aliases, 30 distinct nodes
+        bomb += f"{chr(97 + i % 26)}{i}: &n{i} [*{'a' if i == 1 else f'n{i - 1}'}, *{'a' if i == 1 else f'n{i - 1}'}]\n"
+    assert key_sources(bomb) == {1: "s"}
+
+
 @pytest.mark.parametrize("text", ["verified: [unclosed\n", "a:\n" + "- " * 100 + "verified\n"])
 def test_key_sources_of_text_that_does_not_parse_or_nests_too_deep_is_empty(text: str) -> None:
     assert key_sources(text) == {}

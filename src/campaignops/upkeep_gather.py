@@ -43,8 +43,14 @@ def _walk(root: yaml.Node) -> Iterator[tuple[yaml.MappingNode, str | None]]:
     """Every mapping with the source it inherits from the nearest enclosing mapping that has
     one (iteratively: the nesting is already bounded, but recursion need not be trusted)."""
     stack: list[tuple[yaml.Node, str | None]] = [(root, None)]
+    seen: set[int] = set()
     while stack:
         node, inherited = stack.pop()
+        # An alias is the node it names, composed once: walked once, or a billion laughs
+        # would be walked in full.
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             own = inherited
             for key, value in node.value:
