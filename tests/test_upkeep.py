@@ -218,6 +218,17 @@ def test_array_tasks_are_judged_by_their_own_start() -> None:
             "job 80 (b) is RUNNING in the ledger 2.0 h after it started, past its time limit of 01:00:00",
         )
     ]
+    # Several late tasks make one finding, told by the longest-late one.
+    tasks["2"]["started"] = "2027-05-31T21:00:00Z"
+    tasks["0"] = {"state": "UNKNOWN", "started": "2027-05-31T22:30:00Z"}
+    array = _state("L1", job_id="80", state="RUNNING", tasks=tasks)
+    assert _overdue(_intent("L1", targets=["a", "b", "c", "d"]), array) == [
+        (
+            1,
+            "job 80 (c and 2 more tasks) is RUNNING in the ledger 3.0 h after it started, "
+            "past its time limit of 01:00:00",
+        )
+    ]
     # An array task with no start of its own has no clock (others may have run before it).
     bare = _state("L2", job_id="81", state="RUNNING", started="2027-05-01T00:00:00Z")
     assert _overdue(_intent("L2", targets=["a", "b"]), bare) == []

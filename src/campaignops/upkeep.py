@@ -14,6 +14,7 @@ The logic is pure: stamps, a folded ledger and findings in, an ``Audit`` out. ``
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -138,7 +139,7 @@ def sort_stamps(
                 expires=until,
             )
             (stale if until <= today else due).append(entry)
-    order = lambda d: (d.path, d.line)  # noqa: E731
+    order = operator.attrgetter("path", "line")
     return tuple(sorted(stale, key=order)), tuple(sorted(due, key=order))
 
 
@@ -201,36 +202,48 @@ def _open_state(job: Job, target: str) -> str | None:
     return state if state in _OPEN else None
 
 
+def _overdue_tasks(job: Job, limit: int, now: dt.datetime) -> list[tuple[float, str, str, str]]:
+    """``(elapsed s, target, state, since)`` of each of the job's targets past ``limit``."""
+    late: list[tuple[float, str, str, str]] = []
+    for target in job.targets:
+        state = _open_state(job, target)
+        since = _since(job, target) if state is not None else None
+        if state is None or since is None:
+            continue
+        elapsed = (now - since[1]).total_seconds()
+        if elapsed > limit:
+            late.append((elapsed, target, state, since[0]))
+    return late
+
+
 def overdue(ledger: Ledger, *, now: dt.datetime) -> list[Finding]:
-    """Jobs (array tasks) the ledger shows RUNNING or UNKNOWN longer after their start
-    (or submission) than their recorded time limit: the scheduler has ended them, so the
-    ledger is out of date, or the job was lost. From the ledger alone: no scheduler call."""
+    """Jobs the ledger shows RUNNING or UNKNOWN longer after their start (or submission) than
+    their recorded time limit: the scheduler has ended them, so the ledger is out of date, or
+    the job was lost. From the ledger alone: no scheduler call. One finding per job, an
+    array's told by its longest-late task and how many more there are."""
     out: list[Finding] = []
     for job in ledger.jobs:
         limit = time_limit(job)
-        if limit is None:
+        late = _overdue_tasks(job, limit, now) if limit is not None else []
+        if not late or limit is None:
             continue
-        for target in job.targets:
-            state = _open_state(job, target)
-            since = _since(job, target) if state is not None else None
-            if state is None or since is None:
-                continue
-            elapsed = (now - since[1]).total_seconds()
-            if elapsed <= limit:
-                continue
-            name = job.job_id or job.ledger_id
-            what = f"job {name} ({target})" if len(job.targets) > 1 else f"job {name}"
-            out.append(
-                CODES["AUDIT003"].at(
-                    layout.LEDGER_FILE,
-                    job.first_line,
-                    what=what,
-                    state=state,
-                    elapsed=_hours(elapsed),
-                    since=since[0],
-                    limit=walltime.dhms(limit),
-                )
+        elapsed, target, state, since = max(late, key=lambda t: t[0])
+        name = job.job_id or job.ledger_id
+        more = (
+            f" and {len(late) - 1} more task{'s' if len(late) > 2 else ''}" if len(late) > 1 else ""
+        )
+        what = f"job {name} ({target}{more})" if len(job.targets) > 1 else f"job {name}"
+        out.append(
+            CODES["AUDIT003"].at(
+                layout.LEDGER_FILE,
+                job.first_line,
+                what=what,
+                state=state,
+                elapsed=_hours(elapsed),
+                since=since,
+                limit=walltime.dhms(limit),
             )
+        )
     return out
 
 
