@@ -61,7 +61,7 @@ def _days(value: str) -> int:
 MAX_DUE_WITHIN = 3660  # ten years: a window longer than any stamp's life says nothing more
 
 
-def _stamps(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _scheduled(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import upkeep_gather, upkeep_render
     from campaignops.cli.files import _display
 
@@ -132,7 +132,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="text (default), markdown (the issue body, with a hidden marker line), "
         "json (docs/formats.md)",
     )
-    aud.set_defaults(handler=_stamps)
+    aud.set_defaults(handler=_scheduled)
     audits = aud.add_subparsers(dest="audit", metavar="[AUDIT]")
     res = audits.add_parser(
         "resources",
