@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from campaignops.errors import GitError
 
@@ -64,15 +65,28 @@ def list_files(root: Path, *, ref: str) -> list[str]:
     return sorted(out)
 
 
+def _fork_point(repo: Any, commit: Any) -> Any:
+    """Where HEAD's history left ``commit``'s (their merge base): what a pull request's own
+    changes are measured from, as the forge's diff shows them, so files changed on the base
+    branch since do not count as the branch's. ``commit`` itself when there is none to find
+    (a shallow clone, no HEAD yet)."""
+    try:
+        bases = repo.merge_base(commit, repo.head.commit)
+    except Exception:  # GitCommandError, ValueError on an unborn HEAD: keep the ref itself
+        return commit
+    return bases[0] if bases else commit
+
+
 def changed_files(root: Path, *, ref: str) -> frozenset[str]:
     """Files under the campaign root that a change since ``ref`` touches: those whose content
-    differs between ``ref`` and the index or the working tree, and untracked ones (ignored
-    files excluded), relative to the campaign root. Deleted files are left out: there is
-    nothing left to check in them."""
+    differs between the fork point of ``ref`` and HEAD (``ref`` itself when HEAD descends
+    from it: a commit's HEAD, a push's before-SHA) and the index or the working tree, and
+    untracked ones (ignored files excluded), relative to the campaign root. Deleted files
+    are left out: there is nothing left to check in them."""
     import git
 
     repo = _repo(root)
-    commit = _commit(repo, ref)
+    commit = _fork_point(repo, _commit(repo, ref))
     top = Path(repo.working_tree_dir or root).resolve()
     prefix = root.resolve().relative_to(top).as_posix()
     paths: set[str] = set(repo.untracked_files)

@@ -283,6 +283,19 @@ def test_changed_files_are_relative_to_a_campaign_in_a_subdirectory(tmp_path: Pa
     assert gitrefs.changed_files(top / "camp", ref="HEAD") == {"new.md", "gone.md"}
 
 
+def test_a_branch_is_measured_from_where_it_left_its_base(repo: Path, run: Run) -> None:
+    git(repo, "branch", "-M", "main")
+    git(repo, "checkout", "-qb", "topic")
+    edit(repo / "backends" / "local.md", "# ", "#  ")
+    git(repo, "commit", "-qam", "topic edits the local page")
+    git(repo, "checkout", "-q", "main")
+    edit(repo / "failures.yaml", "version: 1", "version: 1 ")
+    git(repo, "commit", "-qam", "main edits the catalog")
+    git(repo, "checkout", "-q", "topic")
+    # The catalog differs from main, but the branch never touched it: as a pull request's diff.
+    assert {p for p, _, _ in stale(run, *LATER, "--base", "main").where()} == {"backends/local.md"}
+
+
 def test_base_that_does_not_resolve_is_a_usage_error(repo: Path, run: Run) -> None:
     result = stale(run, "--base", "no-such-ref")
     assert result.code == 2
