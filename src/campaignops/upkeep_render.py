@@ -15,7 +15,8 @@ from campaignops.upkeep import Audit, DueStamp
 
 # The first line of the issue body: how the workflow finds its own issue among the others.
 MARKER = "<!-- campaign-audit -->"
-# GitHub refuses an issue body over 65,536 characters; the list is cut well before that.
+# GitHub refuses an issue body over 65,536 characters (422 "body is too long (maximum is 65536
+# characters)", github.com/PyGithub/PyGithub/issues/1906); the list is cut well before that.
 MAX_MARKDOWN = 60_000
 
 PathMap = Callable[[str], str]
