@@ -86,7 +86,7 @@ def marker(name: str) -> str:
 def truncation_note(total: int, limit: int) -> str:
     return (
         f"\n\n> **Truncated**: the report has {total:,} characters and this platform accepts "
-        f"{limit:,}. The full report is in the job log; run the same command locally to read it."
+        f"{limit:,}: the rest is cut. Run the same command locally for the full report."
     )
 
 
