@@ -101,7 +101,8 @@ def fit(body: str, *, name: str, limit: int) -> str:
     cut = text[:keep]
     # Cut at a line end when one is near, so a table row or a code fence is not split midway.
     newline = cut.rfind("\n")
-    if newline >= keep - 2000 and newline > 0:
+    at_line_end = text[keep : keep + 1] == "\n"
+    if not at_line_end and newline > 0 and newline >= keep - 2000:
         cut = cut[:newline]
     return cut + note + tail
 
