@@ -51,6 +51,7 @@ class State:
     notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # MR iid → notes
     gl_issues: list[dict[str, Any]] = field(default_factory=list)
     fail: dict[tuple[str, str], list[tuple[int, Any]]] = field(default_factory=dict)
+    drop_labels: bool = False  # GitHub, for a token without push access: labels silently dropped
     next_id: int = 1000
 
     def new_id(self) -> int:
@@ -143,7 +144,7 @@ def _github(
                 "title": body["title"],
                 "body": body["body"],
                 "state": "open",
-                "labels": [{"name": n} for n in body.get("labels", [])],
+                "labels": [] if state.drop_labels else [{"name": n} for n in body["labels"]],
                 "user": dict(BOT),
                 "html_url": f"https://github.test/o/r/issues/{number}",
             }

@@ -115,3 +115,16 @@ def test_unreadable_body_is_exit_2(github_env, run, tmp_path) -> None:  # type: 
     assert (
         f"{tmp_path / 'absent.md'}: cannot read the body (No such file or directory)" in result.err
     )
+
+
+def test_a_label_dropped_on_create_is_an_error_not_a_weekly_duplicate(
+    github_env, run, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    github_env.state.drop_labels = True
+    result = issue(run, tmp_path, "open", "1 stale\n")
+    assert result.code == 2
+    number = github_env.state.issues[0]["number"]
+    assert result.err.splitlines()[0] == (
+        f"campaign: error: GitHub created issue https://github.test/o/r/issues/{number} without "
+        "the label 'campaign-audit': the next run would not find it and would open another"
+    )

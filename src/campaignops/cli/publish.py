@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -165,10 +166,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     com = kinds.add_parser(
         "comment",
         help="create or update the one marked comment on a pull request / merge request",
-        description="Create the comment the first time; later runs edit that same comment "
-        "(nothing is sent when the body is unchanged). A human's comment that quotes the "
-        "marker is never taken over. Bodies over the platform's limit (GitHub 65,536 "
-        "characters, GitLab 1,000,000) are cut with a note.",
+        description=textwrap.fill(
+            "Create the comment the first time; later runs edit that same comment "
+            "(nothing is sent when the body is unchanged). A human's comment that quotes the "
+            "marker is never taken over. Bodies over the platform's limit (GitHub 65,536 "
+            "characters, GitLab 1,000,000) are cut with a note."
+        ),
         epilog=COMMON,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -189,10 +192,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     iss = kinds.add_parser(
         "issue",
         help="keep one open issue with a label: open/update it, or close it",
-        description="--state open: create the issue if none of ours is open with LABEL, else "
-        "update its title and body in place. --state closed: close ours (reason completed) "
-        "if one is open, else do nothing. Issues are listed (never searched: the search index "
-        "lags), pull requests skipped.",
+        description=textwrap.fill(
+            "--state open: create the issue if none of ours is open with LABEL, else "
+            "update its title and body in place. --state closed: close ours (reason completed) "
+            "if one is open, else do nothing. Issues are listed (never searched: the search index "
+            "lags), pull requests skipped."
+        ),
         epilog=COMMON,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -122,7 +122,14 @@ class GitHub:
         answer = self._client.request(
             "POST", f"{self._repo}/issues", body={"title": title, "body": body, "labels": [label]}
         )
-        return Posted(id=_id(answer.data, "number"), url=_text(answer.data.get("html_url")))
+        labels = answer.data.get("labels") if isinstance(answer.data, dict) else None
+        names = tuple(
+            _text(label.get("name")) if isinstance(label, dict) else _text(label)
+            for label in (labels if isinstance(labels, list) else [])
+        )
+        return Posted(
+            id=_id(answer.data, "number"), url=_text(answer.data.get("html_url")), labels=names
+        )
 
     def update_issue(self, number: int, *, title: str, body: str) -> Posted:
         self._client.request(

@@ -99,7 +99,11 @@ class GitLab:
             f"{self._project}/issues",
             body={"title": title, "description": body, "labels": label},
         )
-        return Posted(id=_id(answer.data, "iid"), url=_text(answer.data.get("web_url")))
+        labels = answer.data.get("labels") if isinstance(answer.data, dict) else None
+        names = tuple(_text(n) for n in (labels if isinstance(labels, list) else []))
+        return Posted(
+            id=_id(answer.data, "iid"), url=_text(answer.data.get("web_url")), labels=names
+        )
 
     def update_issue(self, number: int, *, title: str, body: str) -> Posted:
         self._client.request(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from campaignops.errors import InputError, UsageError
+from campaignops.errors import CampaignError, InputError, UsageError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -44,6 +44,11 @@ class Issue:
 class Posted:
     id: int
     url: str = ""
+    labels: tuple[str, ...] = ()  # a created issue's labels, as the API answered
+
+
+class LabelDropped(CampaignError):
+    """An issue was created without its label: later runs could not find it again."""
 
 
 class Forge(Protocol):
@@ -153,6 +158,16 @@ def issue(
     if plan.create:
         text = fit(body, name=name, limit=forge.body_limit)
         made = forge.create_issue(title=title, body=text, label=label)
+        if label not in made.labels:
+            # GitHub drops the labels of a new issue silently when the token may not set them;
+            # unlabelled, it is invisible to the next run, which would open another one.
+            where = made.url or f"#{made.id}"
+            raise LabelDropped(
+                message=f"{forge.platform} created issue {where} without the label {label!r}: "
+                "the next run would not find it and would open another",
+                hint=f"create the label {label!r} in the repository once, give the token the "
+                "right to label issues (docs/gitops.md, Tokens), then label or close that issue",
+            )
         return [Outcome(action="created", kind="issue", id=made.id, url=made.url)]
     if plan.update is not None:
         text = fit(body, name=name, limit=forge.body_limit)
