@@ -128,3 +128,21 @@ def test_a_label_dropped_on_create_is_an_error_not_a_weekly_duplicate(
         f"campaign: error: GitHub created issue https://github.test/o/r/issues/{number} without "
         "the label 'campaign-audit': the next run would not find it and would open another"
     )
+
+
+def test_a_label_that_cannot_be_a_marker_asks_for_one(github_env, run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = run(
+        "publish", "issue", "--label", "campaign audit", "--title", "t",
+        "--body-file", str(tmp_path / "x.md"), "--state", "closed",
+    )  # fmt: skip
+    assert result.code == 2
+    assert (
+        "--label (the marker by default; or pass --marker) 'campaign audit' is not a marker name"
+        in result.err
+    )
+    with_marker = run(
+        "publish", "issue", "--label", "campaign audit", "--marker", "audit", "--title", "t",
+        "--state", "closed",
+    )  # fmt: skip
+    assert with_marker.code == 0, with_marker.err
+    assert github_env.take()[-1].query["labels"] == "campaign audit"

@@ -139,9 +139,9 @@ def test_fork_merge_request_without_token_leaves_the_review_in_the_log(  # type:
     monkeypatch.setenv("CI_PROJECT_ID", "77")  # the fork runs the pipeline
     monkeypatch.setenv("CI_MERGE_REQUEST_PROJECT_ID", "42")
     monkeypatch.setenv("CI_MERGE_REQUEST_SOURCE_PROJECT_ID", "77")
-    result = note(run, tmp_path, "## Review\n")
+    result = note(run, tmp_path, "## Review\n::add-mask::x\n")
     assert result.code == 0
-    assert result.out == "## Review\n"
+    assert result.out == "## Review\n\\::add-mask::x\n"  # never a workflow command
     assert "warning: no CAMPAIGN_GITLAB_TOKEN in this pipeline of a merge request from a fork" in (
         result.err
     )

@@ -89,7 +89,9 @@ def _unpublished(summary: Path | None, body: str, why: str, out: TextIO, err: Te
         _warn(err, f"{why}; review left in the job summary")
         return 0
     _warn(err, f"{why}; review left in the job log below")
-    print(body.rstrip("\n"), file=out)
+    # The body can quote a fork's file names: no line of it may act as a workflow command.
+    for line in body.rstrip("\n").splitlines():
+        print(safetext.plain_line(line), file=out)
     return 0
 
 
@@ -105,7 +107,8 @@ def _forge(where: Settings, *, author: str | None) -> Forge:
 def _issue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.forge import publish, settings
 
-    name = publish.check_name(args.marker or args.label, option="--marker")
+    option = "--marker" if args.marker else "--label (the marker by default; or pass --marker)"
+    name = publish.check_name(args.marker or args.label, option=option)
     if not args.label.strip() or "," in args.label:
         raise UsageError(message=f"--label {args.label!r} must be one label name (no comma)")
     if args.state == "open" and args.body_file is None:
