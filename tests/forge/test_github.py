@@ -174,9 +174,9 @@ def test_fork_pull_request_403_leaves_the_review_in_the_job_summary(  # type: ig
     result = comment(run, body_file(tmp_path, "## Review\n"))
     assert result.code == 0
     assert result.err == (
-        "campaign: warning: token cannot write to pull request #7 from a fork (HTTP 403: "
-        "Resource not accessible by integration); the token of a fork's pull request is "
-        "read-only; review left in the job summary\n"
+        "::warning::campaign: token cannot write to pull request #7 from a fork (HTTP 403: "
+        "Resource not accessible by integration): a fork's job gets a read-only token; "
+        "review left in the job summary\n"
     )
     assert summary.read_text(encoding="utf-8") == "## Review\n"
     assert fake.state.comments[7] == []

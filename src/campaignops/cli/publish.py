@@ -34,6 +34,10 @@ def _positive(value: str) -> int:
 
 
 def _warn(err: TextIO, message: str) -> None:
+    # In GitHub Actions a warning annotation shows on the run's page, not only in the log.
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(safetext.annotation("warning", f"campaign: {message}"), file=err)
+        return
     print(safetext.plain_line(f"campaign: warning: {message}"), file=err)
 
 
@@ -71,8 +75,8 @@ def _comment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return _unpublished(
             where.summary,
             body,
-            f"token cannot write to {target} from a fork (HTTP 403: {exc.api_message}); "
-            "the token of a fork's pull request is read-only",
+            f"token cannot write to {target} from a fork (HTTP 403: {exc.api_message}): "
+            "a fork's job gets a read-only token",
             out,
             err,
         )
