@@ -158,7 +158,8 @@ def issue(
     if plan.create:
         text = fit(body, name=name, limit=forge.body_limit)
         made = forge.create_issue(title=title, body=text, label=label)
-        if label not in made.labels:
+        # Label names match case-insensitively: an existing `Campaign-Audit` is applied as is.
+        if label.casefold() not in {given.casefold() for given in made.labels}:
             # GitHub drops the labels of a new issue silently when the token may not set them;
             # unlabelled, it is invisible to the next run, which would open another one.
             where = made.url or f"#{made.id}"
