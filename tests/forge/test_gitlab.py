@@ -165,3 +165,22 @@ def test_author_option_is_github_only(gitlab_env, run, tmp_path) -> None:  # typ
     )  # fmt: skip
     assert result.code == 2
     assert "--author applies to GitHub only" in result.err
+
+
+def test_a_rejected_token_is_exit_2_and_never_shown(gitlab_env, run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CAMPAIGN_GITLAB_TOKEN", "glpat-expired-secret")
+    result = note(run, tmp_path, "x")
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "campaign: error: GitLab API: GET /user failed: HTTP 401: 401 Unauthorized",
+        "  hint: the token is missing, expired or revoked: renew it in the CI settings",
+    ]
+    assert gitlab_env.take()[0].auth == "PRIVATE-TOKEN: glpat-expired-secret"
+    assert "glpat-expired-secret" not in result.out + result.err
+
+
+def test_403_without_a_fork_is_exit_2(gitlab_env, run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    gitlab_env.state.fail[("POST", NOTES)] = [(403, {"message": "403 Forbidden"})]
+    result = note(run, tmp_path, "x")
+    assert result.code == 2
+    assert f"POST {NOTES.removeprefix(ROOT)} failed: HTTP 403: 403 Forbidden" in result.err
