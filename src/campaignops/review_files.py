@@ -82,7 +82,7 @@ def queue_change(path: str, old: str | None, new: str | None) -> QueueChange | N
         before = queuefile.lines(old)
         edit = queuefile.first_edit(old, new)
         edits = (Line(edit.line, edit.change),) if edit else ()
-        start = len(before) if edit is None else len(after)
+        start = len(before)
     appended = tuple(
         Line(i + 1, text)
         for i, text in enumerate(after[start:], start)

@@ -77,6 +77,11 @@ def _page(root: Path, name: str) -> Mapping[str, Any] | None:
         return None
 
 
+def _rounded(value: float | None) -> float | None:
+    """Four decimals: JSON stays the same across platforms' float sums, and 0.36 s shows."""
+    return None if value is None else round(value, 4)
+
+
 def _hours(value: float | None, add: float | None) -> float | None:
     return None if value is None or add is None else value + add
 
@@ -115,9 +120,9 @@ def _cost(
         stage=stage,
         backend=backend,
         tasks=len(every),
-        node_hours=node_h,
-        gpu_hours=gpu_h,
-        charged=charged,
+        node_hours=_rounded(node_h),
+        gpu_hours=_rounded(gpu_h),
+        charged=_rounded(charged),
         unit=model.unit if model else None,
     )
 
