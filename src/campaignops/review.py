@@ -137,9 +137,11 @@ def _field_changes(a: TargetView, b: TargetView) -> tuple[FieldChange, ...]:
     )
 
 
-def _configuration(name: str) -> bool:
-    """A field the fingerprint hashes: not where or how long a job runs."""
-    return not (name.startswith("resources.") and name.rsplit(".", 1)[-1] in PLACEMENT_KEYS)
+def _configuration(name: str, run_length: set[str]) -> bool:
+    """A field the fingerprint hashes: not where or how long a job runs, nor its run length."""
+    if name.startswith("resources."):
+        return name.rsplit(".", 1)[-1] not in PLACEMENT_KEYS
+    return not (name.startswith("args.") and name.removeprefix("args.") in run_length)
 
 
 def _targets(before: Side, after: Side) -> dict[str, tuple[Any, ...]]:
@@ -154,7 +156,8 @@ def _targets(before: Side, after: Side) -> dict[str, tuple[Any, ...]]:
         if diff:
             changed.append(TargetChange(b.manifest, b.id, b.phase, diff))
         if a.fingerprint != b.fingerprint:
-            because = tuple(c.field for c in diff if _configuration(c.field))
+            masked = {*a.run_length, *b.run_length}
+            because = tuple(c.field for c in diff if _configuration(c.field, masked))
             resmoke.append(Resmoke(b.manifest, b.id, b.phase, because or ("manifest settings",)))
     return {
         "added": tuple(

@@ -35,6 +35,7 @@ class TargetView:
     phase: str | None
     fields: Mapping[str, Any]  # name → value (args, cmd, output, resources.<stage>, files …)
     fingerprint: str
+    run_length: tuple[str, ...] = ()  # the args a smoke shortens: not in the fingerprint
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,7 @@ def _manifest(
                 configs.get(str(t.args.get("cfg"))) if t.positional else None,
             ),
             fingerprint=prints[t.id],
+            run_length=fingerprint.run_length_keys(doc),
         )
         for t in every
     ]
