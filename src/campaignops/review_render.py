@@ -100,7 +100,7 @@ def _hours(cost: Cost | None) -> str:
             parts.append(amount(cost.gpu_hours, "gpu-hours"))
     if cost.charged is not None and cost.unit:
         parts.append("charged " + amount(cost.charged, cost.unit))
-    return f"{cost.tasks} tasks, " + ", ".join(parts)
+    return _n(cost.tasks, "task") + ", " + ", ".join(parts)
 
 
 def _cost_rows(review: Review) -> list[list[str]]:
