@@ -203,3 +203,11 @@ def test_findings_introduced_and_fixed_and_an_unread_manifest(sides: tuple[Path,
     assert review.unread == {
         "manifests/other.yaml": "not a valid manifest (campaign check --select MAN says why)"
     }
+
+
+def test_a_grid_too_large_to_expand_is_unread_not_built(sides: tuple[Path, Path]) -> None:
+    values = ", ".join(str(i) for i in range(400))
+    _edit(sides[1], SMOKE, "lr: [0.1, 0.01]\n  seed: [1, 2]", f"lr: [{values}]\n  seed: [{values}]")
+    review = _review(sides)
+    assert review.unread == {SMOKE: "expands to more than 100000 targets"}
+    assert len(review.removed) == 4

@@ -93,3 +93,17 @@ def test_a_base_without_the_campaign_is_exit_2(tmp_path: Path, run, monkeypatch)
     done = run("review", "--base", "HEAD~1")
     assert done.code == 2
     assert "has no campaign.yaml: not a campaign at that commit" in done.err
+
+
+def test_a_campaign_directory_committed_as_a_symlink_is_not_followed(
+    nested: Path, tmp_path: Path
+) -> None:
+    repo = review_tree.repo_of(nested / "camp")
+    shutil.rmtree(nested / "camp")
+    (nested / "camp").symlink_to(tmp_path)
+    git(nested, "add", "-A")
+    git(nested, "commit", "-qm", "camp is a link now")
+    root = review_tree.materialise(repo, review_tree.commit(repo, "HEAD"), tmp_path / "out")
+    assert root == tmp_path / "out/camp"
+    assert not root.is_symlink()
+    assert list(root.iterdir()) == []

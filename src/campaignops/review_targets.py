@@ -156,9 +156,11 @@ def _manifest(
     configs: dict[str, str] = {}
     if isinstance(doc.get("queue"), str):
         cells, configs = inputs.queue_cells(root, doc["queue"])
-    every = list(manifest.targets(doc, cells))
-    if len(every) > manifest.MAX_TARGETS:
+    # Sized before expansion: a grid of a million cells must not be built to be refused.
+    size = sum(len(b.jobs) + manifest.grid_size(b.grid) for b in manifest.blocks(doc))
+    if size + len(cells) > manifest.MAX_TARGETS:
         raise ValueError(f"expands to more than {manifest.MAX_TARGETS} targets")
+    every = list(manifest.targets(doc, cells))
     backend = backend_for(doc, policy, JUDGED)
     page = _page(root, backend)
     hardware = {t.id: accelerator.of(plan.resources_for(doc, t.phase, JUDGED), page) for t in every}

@@ -85,8 +85,10 @@ def materialise(repo: Repo, sha: str, dest: Path) -> Path:
             continue
         meta, _, raw_path = record.partition(b"\t")
         mode, kind, obj = meta.decode().split()
-        if kind == "blob":
-            entries.append((mode, obj, os.fsdecode(raw_path)))
+        rel = os.fsdecode(raw_path)
+        # The campaign's own directory committed as a symlink would lead the review outside.
+        if kind == "blob" and rel != repo.prefix:
+            entries.append((mode, obj, rel))
     blobs = _git(
         repo.top, "cat-file", "--batch", data="".join(f"{o}\n" for _, o, _ in entries).encode()
     )
