@@ -107,3 +107,10 @@ def test_a_campaign_directory_committed_as_a_symlink_is_not_followed(
     assert root == tmp_path / "out/camp"
     assert not root.is_symlink()
     assert list(root.iterdir()) == []
+
+
+def test_a_repository_without_a_commit_has_nothing_to_review(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    repo = review_tree.repo_of(tmp_path)
+    with pytest.raises(GitError, match="HEAD: no commit yet"):
+        review_tree.commit(repo, "HEAD")

@@ -53,6 +53,14 @@ def commit(repo: Repo, ref: str) -> str:
     """The commit ``ref`` names; GitError (exit 2) when it names none."""
     if ref.startswith("-") or not ref.strip():
         raise GitError(message=f"--base {ref!r}: not a commit or ref", hint=_HINT)
+    if ref == "HEAD":
+        done = _git(repo.top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+        if done.returncode != 0:
+            raise GitError(
+                message="HEAD: no commit yet: there is no change to review",
+                hint="commit the change first (campaign review never reads the working tree)",
+            )
+        return done.stdout.decode().strip()
     done = _git(
         repo.top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"
     )
