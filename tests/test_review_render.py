@@ -202,3 +202,16 @@ def test_json_has_the_documented_keys_sorted_and_stable() -> None:
         }
     ]
     assert data["findings"]["introduced"][0]["id"] == "QUEUE004"
+
+
+def test_a_long_cell_is_cut_and_never_between_a_backslash_and_what_it_escapes() -> None:
+    from campaignops.review_render import MAX_CELL
+
+    for text in ("x" * 1000, "x" * (MAX_CELL - 1) + "|" * 10, "|" * 1000):
+        table = markdown(Review(base=BASE, head=HEAD, ref="main", unread={"m.yaml": text}))
+        row = table.splitlines()[-1]
+        cell = row.removeprefix("| m.yaml | ").removesuffix(" |")
+        assert cell.endswith(" …")
+        assert len(cell) <= MAX_CELL + 2
+        body = cell.removesuffix(" …")
+        assert (len(body) - len(body.rstrip("\\"))) % 2 == 0, row

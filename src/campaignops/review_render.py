@@ -21,6 +21,7 @@ from campaignops.runner.charging import amount
 
 MARKER = "<!-- campaign-review -->"
 MAX_ROWS = 30  # per table: the JSON has every row
+MAX_CELL = 300  # characters per cell: ten full tables stay far below a comment's size limit
 NONE = "—"
 # Markdown and HTML punctuation a user's string may carry; each is backslash-escaped.
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&@#!])")
@@ -76,9 +77,20 @@ def _value(field: str, value: Any) -> str:
     return md(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
 
 
+def _cut(cell: str) -> str:
+    """A cell of at most MAX_CELL characters: a comment has a size limit (GitHub's is 65,536),
+    and the JSON keeps the whole value. Never cut between a backslash and what it escapes."""
+    if len(cell) <= MAX_CELL:
+        return cell
+    cut = cell[:MAX_CELL]
+    if (len(cut) - len(cut.rstrip("\\"))) % 2:
+        cut = cut[:-1]
+    return cut + " …"
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(r) + " |" for r in rows[:MAX_ROWS]]
+    out += ["| " + " | ".join(_cut(c) for c in r) + " |" for r in rows[:MAX_ROWS]]
     if len(rows) > MAX_ROWS:
         out.append(f"\n… and {len(rows) - MAX_ROWS} more rows (campaign review --format json)")
     return out
