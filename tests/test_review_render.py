@@ -215,3 +215,25 @@ def test_a_long_cell_is_cut_and_never_between_a_backslash_and_what_it_escapes() 
         assert len(cell) <= MAX_CELL + 2
         body = cell.removesuffix(" …")
         assert (len(body) - len(body.rstrip("\\"))) % 2 == 0, row
+
+
+def test_a_review_too_long_for_a_comment_is_cut_at_a_line() -> None:
+    from campaignops.review_render import MAX_COMMENT
+
+    long = "y" * 1000
+    review = Review(
+        base=BASE,
+        head=HEAD,
+        ref="main",
+        facts=tuple(FactChange(f"backends/{i}{long}.md", i, "added", long) for i in range(30)),
+        policy=tuple(PolicyChange(f"k{i}{long}", long, long) for i in range(30)),
+        fixed=tuple(Finding(f"{i}{long}", 1, 1, "MAN001", long, "") for i in range(30)),
+        introduced=tuple(Finding(f"{i}{long}", 1, 1, "MAN002", long, "") for i in range(30)),
+        unread={f"m{i}{long}.yaml": long for i in range(30)},
+    )
+    text = markdown(review)
+    assert MAX_COMMENT - 1000 < len(text) <= MAX_COMMENT
+    assert text.startswith("<!-- campaign-review -->\n")
+    assert text.endswith(
+        "|\n\n… cut here: the review is longer than a comment may be (campaign review --format json)\n"
+    )

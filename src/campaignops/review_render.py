@@ -21,7 +21,14 @@ from campaignops.runner.charging import amount
 
 MARKER = "<!-- campaign-review -->"
 MAX_ROWS = 30  # per table: the JSON has every row
-MAX_CELL = 300  # characters per cell: ten full tables stay far below a comment's size limit
+MAX_CELL = 300  # characters per cell
+# GitHub refuses a comment body over 65,536 characters ("body is too long (maximum is 65536
+# characters)", https://github.com/danger/danger/issues/424, verified 2026-11): the comment is
+# cut below that at a line, with room for a publisher's own marker.
+MAX_COMMENT = 60_000
+TOO_LONG = (
+    "\n… cut here: the review is longer than a comment may be (campaign review --format json)\n"
+)
 NONE = "—"
 # Markdown and HTML punctuation a user's string may carry; each is backslash-escaped.
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&@#!])")
@@ -229,4 +236,7 @@ def markdown(review: Review) -> str:
     if review.unread:
         rows = [[md(path), md(why)] for path, why in review.unread.items()]
         section("Manifests not read at HEAD", _table(["manifest", "why"], rows))
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    if len(text) <= MAX_COMMENT:
+        return text
+    return text[: text.rindex("\n", 0, MAX_COMMENT - len(TOO_LONG)) + 1] + TOO_LONG
