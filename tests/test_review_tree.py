@@ -79,6 +79,10 @@ def test_the_base_is_where_the_branch_left_it(nested: Path) -> None:
     main = review_tree.commit(repo, "main")
     assert main != fork
     assert review_tree.merge_base(repo, main, head) == fork
+    git(nested, "checkout", "-q", "--orphan", "unrelated")
+    git(nested, "commit", "-qm", "another history")
+    other = review_tree.commit(repo, "HEAD")
+    assert review_tree.merge_base(repo, main, other) is None
 
 
 def test_a_base_without_the_campaign_is_exit_2(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]

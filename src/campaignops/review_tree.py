@@ -69,11 +69,11 @@ def commit(repo: Repo, ref: str) -> str:
     return done.stdout.decode().strip()
 
 
-def merge_base(repo: Repo, base: str, head: str) -> str:
-    """Where HEAD's branch left ``base`` (what a pull request's diff starts from), or ``base``
-    itself when the two histories never met."""
+def merge_base(repo: Repo, base: str, head: str) -> str | None:
+    """Where HEAD's branch left ``base`` (what a pull request's diff starts from), or None when
+    the two histories never meet here (unrelated, or a shallow clone that stops before)."""
     done = _git(repo.top, "merge-base", base, head)
-    return done.stdout.decode().strip() if done.returncode == 0 else base
+    return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
 def materialise(repo: Repo, sha: str, dest: Path) -> Path:

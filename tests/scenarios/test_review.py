@@ -217,3 +217,16 @@ def test_a_base_that_is_no_commit_is_exit_2(branch: Path, run) -> None:  # type:
     done = run("review", "--base", "no-such-branch")
     assert done.code == 2
     assert "--base no-such-branch: cannot resolve" in done.err
+
+
+def test_a_base_with_no_shared_history_is_compared_as_it_is_with_a_warning(
+    branch: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    git(branch, "checkout", "-q", "--orphan", "replanted")
+    git(branch, "commit", "-qm", "the same files, no shared history")
+    done = run("review", "--base", "grow", "--format", "json", "--today", "2026-11-21")
+    assert done.code == 0, done.err
+    assert "warning: grow and HEAD share no history in this clone" in done.err
+    data = json.loads(done.out)
+    assert data["base"]["commit"] == git(branch, "rev-parse", "grow").strip()
+    assert data["targets"] == {"added": [], "removed": [], "changed": []}

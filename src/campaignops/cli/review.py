@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
+from campaignops import layout, safetext
 from campaignops.cli.files import _date
 from campaignops.errors import UsageError
 
@@ -20,7 +20,19 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = campaign_root()
     repo = review_tree.repo_of(root)
     head = review_tree.commit(repo, "HEAD")
-    base = review_tree.merge_base(repo, review_tree.commit(repo, args.base), head)
+    tip = review_tree.commit(repo, args.base)
+    base = review_tree.merge_base(repo, tip, head)
+    if base is None:
+        print(
+            safetext.plain_line(
+                f"campaign review: warning: {args.base} and HEAD share no history in this "
+                f"clone (a shallow clone?): comparing with {args.base} itself, so its own "
+                "later changes show as reverted; fetch the history (actions/checkout "
+                "fetch-depth: 0)"
+            ),
+            file=err,
+        )
+        base = tip
     with tempfile.TemporaryDirectory(prefix="campaign-review-") as tmp:
         trees = []
         for side, sha in (("base", base), ("head", head)):
