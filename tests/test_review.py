@@ -88,15 +88,23 @@ def test_a_time_limit_alone_changes_targets_but_needs_no_new_smoke(
 def test_an_arg_and_a_manifest_setting_each_need_a_new_smoke(sides: tuple[Path, Path]) -> None:
     _edit(sides[1], SMOKE, "steps: 1000", "steps: 1000, warmup: 5")
     _edit(sides[1], SMOKE, "cwd: .", "cwd: work")
+    # The smoke's own resources are not the production fingerprint's: never a reason.
+    _edit(sides[1], SMOKE, "args: {steps: 2}", "args: {steps: 2}\n  resources: {mem: 2G}")
     review = _review(sides)
     assert review.changed[0] == TargetChange(
-        SMOKE, "lr0.01_s1", None, (FieldChange("args.warmup", None, 5),)
+        SMOKE,
+        "lr0.01_s1",
+        None,
+        (FieldChange("args.warmup", None, 5), FieldChange("resources.smoke.mem", None, "2G")),
     )
     assert review.resmoke[0] == Resmoke(SMOKE, "lr0.01_s1", None, ("args.warmup",))
     # The run length (steps, a smoke.args key) is masked: changing it alone needs no smoke.
     _edit(sides[1], SMOKE, "steps: 1000, warmup: 5", "steps: 5000")
     review = _review(sides)
-    assert review.changed[0].changes == (FieldChange("args.steps", 1000, 5000),)
+    assert review.changed[0].changes == (
+        FieldChange("args.steps", 1000, 5000),
+        FieldChange("resources.smoke.mem", None, "2G"),
+    )
     assert review.resmoke[0] == Resmoke(SMOKE, "lr0.01_s1", None, ("manifest settings",))
 
 

@@ -138,7 +138,10 @@ def _field_changes(a: TargetView, b: TargetView) -> tuple[FieldChange, ...]:
 
 
 def _configuration(name: str, run_length: set[str]) -> bool:
-    """A field the fingerprint hashes: not where or how long a job runs, nor its run length."""
+    """A field the fingerprint hashes: not where or how long a job runs, nor its run length,
+    nor what the smoke asks for (the smoke's own settings; the fingerprint is production's)."""
+    if name.startswith("resources.smoke."):
+        return False
     if name.startswith("resources."):
         return name.rsplit(".", 1)[-1] not in PLACEMENT_KEYS
     return not (name.startswith("args.") and name.removeprefix("args.") in run_length)
