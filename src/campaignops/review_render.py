@@ -1,0 +1,242 @@
+"""A Review as JSON (the documented contract: docs/formats.md, "campaign review") and as the
+Markdown comment a reviewer reads in twenty seconds: a headline of counts, then one table per
+section that has something in it.
+
+Every string that comes from the campaign (paths, ids, values, finding messages) is escaped
+before it reaches Markdown: no HTML, no links, no table cell broken by a pipe, one line each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from campaignops import safetext
+from campaignops.review import Review
+from campaignops.review_targets import Cost
+from campaignops.runner.charging import amount
+
+MARKER = "<!-- campaign-review -->"
+MAX_ROWS = 30  # per table: the JSON has every row
+MAX_CELL = 300  # characters per cell
+# GitHub refuses a comment body over 65,536 characters ("body is too long (maximum is 65536
+# characters)", https://github.com/danger/danger/issues/424, verified 2026-11): the comment is
+# cut below that at a line, with room for a publisher's own marker.
+MAX_COMMENT = 60_000
+TOO_LONG = (
+    "\n… cut here: the review is longer than a comment may be (campaign review --format json)\n"
+)
+NONE = "—"
+# Markdown and HTML punctuation a user's string may carry; each is backslash-escaped.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&@#!])")
+
+
+def to_json(review: Review) -> str:
+    """Stable JSON: sorted keys, every list in a fixed order (the Review's)."""
+
+    def rows(items: Iterable[Any]) -> list[dict[str, Any]]:
+        out = []
+        for item in items:
+            data = dataclasses.asdict(item)
+            if "id" in data and "manifest" in data:
+                data["target"] = data.pop("id")
+            out.append(data)
+        return out
+
+    data = {
+        "base": {"ref": review.ref, "commit": review.base},
+        "head": {"commit": review.head},
+        "targets": {
+            "added": rows(review.added),
+            "removed": rows(review.removed),
+            "changed": rows(review.changed),
+        },
+        "resmoke": rows(review.resmoke),
+        "cost": {"before": rows(review.cost_before), "after": rows(review.cost_after)},
+        "queues": rows(review.queues),
+        "wrappers": rows(review.wrappers),
+        "policy": rows(review.policy),
+        "knowledge": {"facts": rows(review.facts), "entries": rows(review.entries)},
+        "findings": {
+            "introduced": [f.as_dict() for f in review.introduced],
+            "fixed": [f.as_dict() for f in review.fixed],
+        },
+        "unread": dict(review.unread),
+    }
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def md(text: object) -> str:
+    """A user's string as literal Markdown text on one line."""
+    return _SPECIAL.sub(r"\\\1", safetext.one_line(str(text)))
+
+
+def _value(field: str, value: Any) -> str:
+    if value is None:
+        return NONE
+    if field.startswith(("file ", "config ")):
+        return "sha256 " + str(value).removeprefix("sha256:")[:12]
+    if isinstance(value, str):
+        return md(value)
+    return md(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def _cut(cell: str) -> str:
+    """A cell of at most MAX_CELL characters: a comment has a size limit (GitHub's is 65,536),
+    and the JSON keeps the whole value. Never cut between a backslash and what it escapes."""
+    if len(cell) <= MAX_CELL:
+        return cell
+    cut = cell[:MAX_CELL]
+    if (len(cut) - len(cut.rstrip("\\"))) % 2:
+        cut = cut[:-1]
+    return cut + " …"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_cut(c) for c in r) + " |" for r in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        out.append(f"\n… and {len(rows) - MAX_ROWS} more rows (campaign review --format json)")
+    return out
+
+
+def _where(manifest: str, target: str, phase: str | None) -> list[str]:
+    return [md(manifest), md(target) + (f" ({md(phase)})" if phase else "")]
+
+
+def _hours(cost: Cost | None) -> str:
+    if cost is None:
+        return NONE
+    parts = []
+    if cost.node_hours is None:
+        parts.append("no time limit")
+    else:
+        parts.append(amount(cost.node_hours, "node-hours"))
+        if cost.gpu_hours:
+            parts.append(amount(cost.gpu_hours, "gpu-hours"))
+    if cost.charged is not None and cost.unit:
+        parts.append("charged " + amount(cost.charged, cost.unit))
+    return _n(cost.tasks, "task") + ", " + ", ".join(parts)
+
+
+def _cost_rows(review: Review) -> list[list[str]]:
+    before = {(c.manifest, c.stage): c for c in review.cost_before}
+    after = {(c.manifest, c.stage): c for c in review.cost_after}
+    rows = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if a is not None and b is not None and a == b:
+            continue
+        backend = (b or a).backend if (b or a) else NONE  # type: ignore[union-attr]
+        rows.append([md(key[0]), key[1], md(backend), _hours(a), _hours(b)])
+    return rows
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _headline(review: Review, cost_rows: int) -> str:
+    parts = [
+        f"targets: {len(review.added)} added, {len(review.removed)} removed, "
+        f"{len(review.changed)} changed",
+        f"{len(review.resmoke)} to re-smoke",
+    ]
+    appended = sum(len(q.appended) for q in review.queues)
+    if appended:
+        parts.append(_n(appended, "queue line") + " appended")
+    if cost_rows:
+        parts.append("cost changed in " + _n(cost_rows, "manifest stage"))
+    parts.append(f"findings: {len(review.introduced)} introduced, {len(review.fixed)} fixed")
+    return "**" + " · ".join(parts) + "**"
+
+
+def markdown(review: Review) -> str:
+    cost_rows = _cost_rows(review)
+    out = [
+        MARKER,
+        f"### campaign review: {md(review.ref)} ({review.base[:12]}) → HEAD ({review.head[:12]})",
+        "",
+        _headline(review, len(cost_rows)),
+    ]
+
+    def section(title: str, lines: list[str]) -> None:
+        out.extend(["", f"#### {title}", "", *lines])
+
+    target_rows = [[*_where(t.manifest, t.id, t.phase), "added"] for t in review.added]
+    target_rows += [[*_where(t.manifest, t.id, t.phase), "removed"] for t in review.removed]
+    target_rows += [
+        [
+            *_where(t.manifest, t.id, t.phase),
+            "; ".join(
+                f"{md(c.field)}: {_value(c.field, c.before)} → {_value(c.field, c.after)}"
+                for c in t.changes
+            ),
+        ]
+        for t in review.changed
+    ]
+    if target_rows:
+        section("Targets", _table(["manifest", "target", "change"], target_rows))
+    if review.resmoke:
+        rows = [
+            [*_where(r.manifest, r.id, r.phase), ", ".join(md(b) for b in r.because)]
+            for r in review.resmoke
+        ]
+        section(
+            "Need a new smoke (fingerprint changed)",
+            _table(["manifest", "target", "because"], rows),
+        )
+    if cost_rows:
+        section(
+            "Cost at the time limits (every target once)",
+            _table(["manifest", "stage", "backend", "before", "after"], cost_rows),
+        )
+    if review.queues:
+        rows = [
+            [md(q.path), str(line.line), "appended", md(line.text)]
+            for q in review.queues
+            for line in q.appended
+        ]
+        rows += [
+            [md(q.path), str(e.line), "**not an append**", md(e.text)]
+            for q in review.queues
+            for e in q.edits
+        ]
+        section("Queues", _table(["file", "line", "change", "text"], rows))
+    if review.wrappers:
+        rows = [
+            [md(w.path), w.change, md(w.previous) if w.previous else NONE] for w in review.wrappers
+        ]
+        section("Wrappers", _table(["wrapper", "change", "previous version"], rows))
+    if review.policy:
+        rows = [[md(p.key), _value(p.key, p.before), _value(p.key, p.after)] for p in review.policy]
+        section("Policy (campaign.yaml)", _table(["setting", "before", "after"], rows))
+    if review.facts or review.entries:
+        rows = [[md(f.path), str(f.line), f.change, md(f.text)] for f in review.facts]
+        rows += [
+            [
+                md(e.path),
+                md(e.id),
+                e.change,
+                f"verified {_value('', e.verified_before)} → {_value('', e.verified_after)}",
+            ]
+            for e in review.entries
+        ]
+        section("Knowledge", _table(["file", "line / entry", "change", "fact"], rows))
+    for title, found in (
+        ("Findings introduced", review.introduced),
+        ("Findings fixed", review.fixed),
+    ):
+        if found:
+            rows = [[md(f"{f.path}:{f.line}"), f.id, md(f.message)] for f in found]
+            section(title, _table(["where", "id", "message"], rows))
+    if review.unread:
+        rows = [[md(path), md(why)] for path, why in review.unread.items()]
+        section("Manifests not read at HEAD", _table(["manifest", "why"], rows))
+    text = "\n".join(out) + "\n"
+    if len(text) <= MAX_COMMENT:
+        return text
+    return text[: text.rindex("\n", 0, MAX_COMMENT - len(TOO_LONG)) + 1] + TOO_LONG
