@@ -42,12 +42,12 @@ BACKENDS_DIR = (
     Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}" / "backends"
 )
 TODAY = dt.date(2026, 11, 21)
-MAX_LINES = 130  # "under ~120 lines", with a little slack
+MAX_LINES = 140  # "under ~120 lines" of prose, plus the front matter's sources
 
 KINDS = {
-    "vast-ai": "cloud",
-    "runpod": "cloud",
-    "lambda": "cloud",
+    "vast-ai": "ssh",  # rented GPU boxes: the ssh backend runs them
+    "runpod": "ssh",
+    "lambda": "ssh",
     "generic-ssh": "ssh",
     "kubernetes": "kubernetes",
     "local": "local",
@@ -251,7 +251,7 @@ def test_smoke_tier(name: str) -> None:
     tiers = list(data.get("partitions", [])) + list(data.get("queues", []))
     smoke = [t for t in tiers if t["purpose"] == "smoke"]
     assert smoke, f"{name}.md has no smoke partition/queue/instance class"
-    if KINDS[name] == "cloud":
+    if KINDS[name] == "ssh":
         assert any(t["purpose"] == "smoke" for t in data["partitions"])
     if name == "local":
         assert [t["name"] for t in data["partitions"]] == ["default"]
