@@ -219,7 +219,10 @@ QUEUE_FIELDS = ("cfg", "task", "epochs")
 
 def queue_targets(cells: Iterable[Cell]) -> Iterator[Target]:
     """The targets of a manifest's ``queue``: one per cell, named like the cell (its isolation
-    key), with the line's fields as positional args, ``epochs`` only where the line gives it."""
+    key), with the line's fields as positional args, ``epochs`` only where the line gives it.
+    A cell's output is its directory, ``${CAMPAIGN_OUT}/<name>``: the cell wrapper writes only
+    there, so the output check (an entry in it after exit 0) and campaign pull (every file in
+    it) need no key in the manifest."""
     for cell in cells:
         args: dict[str, Any] = {"cfg": cell.cfg, "task": cell.task}
         if cell.epochs is not None:
@@ -229,7 +232,7 @@ def queue_targets(cells: Iterable[Cell]) -> Iterator[Target]:
             phase=None,
             args=MappingProxyType(args),
             cmd=None,
-            output=None,
+            output=f"${{CAMPAIGN_OUT}}/{cell.name}",
             cell=MappingProxyType({}),
             id_at=("queue",),
             output_at=None,
