@@ -1,0 +1,534 @@
+"""The generated CI runs as written: its own steps, executed here, in a fresh virtualenv.
+
+A campaign is generated with `campaign new --source <mirror>@<tag>`, where the mirror is a git
+repository holding this checkout (tests/template/conftest.py): exactly what a campaign whose tool
+comes from a repository records. Then the workflow's `run:` steps (GitHub) and the check job's
+`script:` lines (GitLab) are parsed from the generated YAML and run by bash / sh in a clone of
+the campaign, with a virtualenv built by the workflow's own install step (pip from the package
+index for the dependencies). One virtualenv serves the whole module.
+
+What stands in for the CI service (the documented table):
+
+| in the workflow | here |
+|---|---|
+| `actions/checkout` with `fetch-depth: 0` | a `git clone` of a bare "origin" (all history, `origin/main`) |
+| `actions/setup-python` | a fresh `python -m venv`, first on PATH (the test's own venv is not) |
+| a `run:` step without `shell:` | `bash -e -c SCRIPT` (GitHub runs `bash -e {0}`: github/docs#23853) |
+| `${{ github.event_name }}` | `push` or `pull_request` |
+| `${{ github.event.before }}` | the pushed branch's previous commit, or 40 zeros (new branch) |
+| `${{ github.base_ref }}` | `main` on a pull request, empty on a push |
+| GitLab `script:` lines | joined in one `sh -e` script (the runner runs them in one shell) |
+| GitLab predefined variables | CI_PIPELINE_SOURCE, CI_COMMIT_BRANCH, CI_COMMIT_BEFORE_SHA, CI_DEFAULT_BRANCH, CI_MERGE_REQUEST_DIFF_BASE_SHA, CI_MERGE_REQUEST_TARGET_BRANCH_NAME |
+
+Only GitHub expressions in `env:` are substituted: a script holding `${{ }}` fails the test
+(expressions pasted into scripts are a script-injection risk, and untestable here).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.template.conftest import Mirror
+
+ZEROS = "0" * 40
+EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
+STAMP_DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}(?![\d-])")
+CHECKS = ".github/workflows/checks.yml"
+GITLAB = ".gitlab-ci.yml"
+QUEUE = "queues/example.txt"
+FIRST_CELL = "configs/example/baseline.yaml reconstruction 5\n"
+TIMEOUT = 900  # the install step builds campaignops from the mirror and fetches its dependencies
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    script: str
+    env: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+
+
+@dataclass(frozen=True)
+class World:
+    campaign: Path  # the generated campaign (its own git repository; origin's source)
+    origin: Path  # a bare repository: the "forge"
+    venv: Path
+    home: Path  # checkouts and scratch files
+    mirror: Mirror
+    pre_commit_home: Path
+
+    def env(self, extra: Mapping[str, str]) -> dict[str, str]:
+        """The machine's environment, without the test's own venv, git or pre-commit state."""
+        test_bin = str(Path(sys.executable).parent)
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("GIT_", "PRE_COMMIT", "VIRTUAL_ENV", "PYTHON", "SKIP"))
+        }
+        path = [p for p in base.get("PATH", "").split(os.pathsep) if p and p != test_bin]
+        base["PATH"] = os.pathsep.join([str(self.venv / "bin"), *path])
+        ident = {"NAME": "CI", "EMAIL": "ci@example.org"}
+        base.update({f"GIT_{w}_{k}": v for w in ("AUTHOR", "COMMITTER") for k, v in ident.items()})
+        base["PRE_COMMIT_HOME"] = str(self.pre_commit_home)
+        return {**base, **extra}
+
+    def checkout(self, name: str, branch: str = "main") -> Path:
+        """actions/checkout with fetch-depth: 0: every branch of origin, `branch` checked out."""
+        dest = self.home / name
+        _git(self.home, "clone", "-q", "--branch", branch, str(self.origin), str(dest))
+        return dest
+
+
+def _git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", "-c", "user.name=CI", "-c", "user.email=ci@example.org", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.strip()
+
+
+def _commit(root: Path, message: str) -> str:
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return _git(root, "rev-parse", "HEAD")
+
+
+def _freshen_stamps(root: Path) -> None:
+    # The CI steps age stamps against the real date: move the template's stamps to this month
+    # (as dev/demo.sh does) so the campaign is stale-free whenever the suite runs, and the
+    # planted defect is the only finding.
+    month = dt.date.today().strftime("%Y-%m")
+    for path in root.rglob("*"):
+        if ".git" in path.parts or not path.is_file() or path.suffix not in {".md", ".yaml"}:
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        fresh = [STAMP_DATE.sub(month, ln) if "verified" in ln else ln for ln in lines]
+        path.write_text("".join(fresh), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "campaignops", "render"], cwd=root, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- GitHub ------------------------------------------------------------------------------------
+
+
+def github_steps(root: Path, job: str, context: Mapping[str, str]) -> list[Step]:
+    """The `run:` steps of ``job`` with their env (workflow, job, step), expressions substituted
+    from ``context``; an expression the table does not define raises KeyError."""
+    doc = yaml.safe_load((root / CHECKS).read_text(encoding="utf-8"))
+    spec = doc["jobs"][job]
+    steps: list[Step] = []
+    for step in spec["steps"]:
+        if "run" not in step:
+            continue  # actions/checkout, actions/setup-python: the World stands in for them
+        assert "${{" not in step["run"], f"{step.get('name')}: an expression inside a script"
+        assert "shell" not in step and "if" not in step
+        merged = {**doc.get("env", {}), **spec.get("env", {}), **step.get("env", {})}
+        env = {k: EXPRESSION.sub(lambda m: context[m.group(1)], str(v)) for k, v in merged.items()}
+        steps.append(Step(name=str(step.get("name", step["run"])), script=step["run"], env=env))
+    return steps
+
+
+def run_github(world: World, cwd: Path, step: Step) -> Ran:
+    runner = {
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(cwd),
+        "GITHUB_STEP_SUMMARY": str(world.home / "summary.md"),
+        "GITHUB_OUTPUT": str(world.home / "output.txt"),
+    }
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step.script],
+        cwd=cwd,
+        env=world.env({**runner, **step.env}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    return Ran(code=proc.returncode, out=proc.stdout)
+
+
+def push_context(before: str) -> dict[str, str]:
+    return {"github.event_name": "push", "github.event.before": before, "github.base_ref": ""}
+
+
+PR_CONTEXT = {
+    "github.event_name": "pull_request",
+    "github.event.before": "",
+    "github.base_ref": "main",
+}
+
+
+def run_check_job(world: World, cwd: Path, context: Mapping[str, str]) -> dict[str, Ran]:
+    """Every step after the install (done once for the module), in order, as a job would:
+    the first failing step ends the job."""
+    steps = github_steps(cwd, "check", context)
+    assert steps[0].name.startswith("install campaignops")
+    out: dict[str, Ran] = {}
+    for step in steps[1:]:
+        out[step.name] = ran = run_github(world, cwd, step)
+        if ran.code != 0:
+            break
+    return out
+
+
+# --- GitLab ------------------------------------------------------------------------------------
+
+
+def gitlab_script(root: Path, job: str) -> tuple[str, dict[str, str]]:
+    """The job's `script:` lines as one shell script, and the pipeline's and job's variables."""
+    doc = yaml.safe_load((root / GITLAB).read_text(encoding="utf-8"))
+    spec = doc[job]
+    variables = {**doc.get("variables", {}), **spec.get("variables", {})}
+    return "\n".join(spec["script"]), {k: str(v) for k, v in variables.items()}
+
+
+def run_gitlab(world: World, cwd: Path, predefined: Mapping[str, str]) -> Ran:
+    script, variables = gitlab_script(cwd, "campaign-check")
+    runner = {"CI": "true", "GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "main", **predefined}
+    proc = subprocess.run(
+        ["sh", "-e", "-c", script],
+        cwd=cwd,
+        env=world.env({**variables, **runner}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    return Ran(code=proc.returncode, out=proc.stdout)
+
+
+_RULE_TERM = re.compile(r'^\$(?P<var>\w+)(?:\s*==\s*"(?P<value>[^"]*)")?$')
+
+
+def rule_matches(expression: str, variables: Mapping[str, str]) -> bool:
+    """GitLab's `rules: if:` for the forms the template uses: `$VAR`, `$VAR == "x"`, `&&`."""
+    for term in expression.split("&&"):
+        match = _RULE_TERM.match(term.strip())
+        assert match, f"rule form not understood here: {term!r}"
+        value = variables.get(match["var"], "")
+        if (value != match["value"]) if match["value"] is not None else not value:
+            return False
+    return True
+
+
+def first_rule(rules: list[dict[str, str]], variables: Mapping[str, str]) -> str:
+    """`when` of the first rule that applies ("on_success" by default); "never" if none."""
+    for rule in rules:
+        if "if" not in rule or rule_matches(rule["if"], variables):
+            return rule.get("when", "on_success")
+    return "never"
+
+
+# --- the module's world --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def world(
+    tmp_path_factory: pytest.TempPathFactory, mirror: Mirror, pre_commit_home: Path
+) -> Iterator[World]:
+    home = tmp_path_factory.mktemp("ci-runs")
+    made = subprocess.run(
+        [
+            *(sys.executable, "-m", "campaignops", "new", "camp", "--defaults"),
+            *("--data", "ci=both", "--data", "require_pushed=no"),
+            *("--source", f"{mirror.path}@{mirror.tag}"),
+        ],
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert f"CI and the hooks install: {mirror.requirement}" in made.stdout
+    campaign = home / "camp"
+    _freshen_stamps(campaign)
+    _commit(campaign, "Re-verify stamps")
+    origin = home / "origin.git"
+    _git(home, "clone", "-q", "--bare", str(campaign), str(origin))
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    w = World(
+        campaign=campaign,
+        origin=origin,
+        venv=venv,
+        home=home,
+        mirror=mirror,
+        pre_commit_home=pre_commit_home,
+    )
+    # The workflow's own install step builds the environment every later step uses.
+    install = github_steps(campaign, "check", push_context(ZEROS))[0]
+    ran = run_github(w, campaign, install)
+    assert ran.code == 0, ran.out
+    yield w
+
+
+def test_the_workflow_and_gitlab_install_the_recorded_requirement(world: World) -> None:
+    for rel in (CHECKS, ".github/workflows/audit.yml", GITLAB):
+        text = (world.campaign / rel).read_text(encoding="utf-8")
+        assert f'CAMPAIGNOPS_REQUIREMENT: "{world.mirror.requirement}"' in text, rel
+    probe = (
+        "import importlib.metadata as m, importlib.util as u, json; "
+        "d = json.loads(m.distribution('campaignops').read_text('direct_url.json')); "
+        "print(d['url'], d['vcs_info']['requested_revision'], "
+        "u.find_spec('copier') is None and u.find_spec('cookiecutter') is None)"
+    )
+    proc = subprocess.run(
+        [str(world.venv / "bin" / "python"), "-c", probe], capture_output=True, text=True
+    )
+    # Installed from the mirror at its tag, without the generation extra.
+    assert proc.stdout.split() == [world.mirror.path.as_uri(), world.mirror.tag, "True"]
+    for tool in ("campaign", "pre-commit", "shellcheck", "check-jsonschema"):
+        assert (world.venv / "bin" / tool).is_file(), tool
+
+
+def test_campaign_new_without_the_extra_names_it(world: World) -> None:
+    proc = subprocess.run(
+        [str(world.venv / "bin" / "campaign"), "new", "other", "--defaults"],
+        cwd=world.home,
+        env=world.env({}),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "campaign new needs copier" in proc.stderr
+    assert "pip install 'campaignops[new]'" in proc.stderr
+    assert not (world.home / "other").exists()
+
+
+def test_github_push_steps_pass_against_the_previous_commit(world: World) -> None:
+    work = world.checkout("gh-push")
+    before = _git(work, "rev-parse", "HEAD")
+    with (work / QUEUE).open("a", encoding="utf-8") as fh:
+        fh.write("configs/example/wide.yaml reconstruction 3\n")  # appending is allowed
+    _commit(work, "append a cell")
+    ran = run_check_job(world, work, push_context(before))
+    assert [r.code for r in ran.values()] == [0, 0, 0], ran
+    assert "full check" not in ran["campaign check"].out
+
+
+def test_github_push_rewriting_a_queue_line_fails_the_check(world: World) -> None:
+    work = world.checkout("gh-rewrite")
+    before = _git(work, "rev-parse", "HEAD")
+    text = (work / QUEUE).read_text(encoding="utf-8")
+    (work / QUEUE).write_text(text.replace(FIRST_CELL, FIRST_CELL.replace("5", "7")), "utf-8")
+    _commit(work, "rewrite a cell in place")
+    ran = run_check_job(world, work, push_context(before))
+    check = ran["campaign check"]
+    assert check.code == 1, check.out
+    assert f"::error file={QUEUE},line=6" in check.out and "QUEUE004" in check.out
+    assert list(ran) == ["campaign check"]  # the job stops at the failing step
+    # A push that created the branch has no previous commit: the full check cannot see it.
+    full = run_check_job(world, work, push_context(ZEROS))
+    assert [r.code for r in full.values()] == [0, 0, 0], full
+    assert "No previous commit to compare with: full check." in full["campaign check"].out
+
+
+def test_github_planted_crlf_script_fails_check_and_shellcheck(world: World) -> None:
+    work = world.checkout("gh-crlf")
+    before = _git(work, "rev-parse", "HEAD")
+    (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\r\necho hi\r\n")
+    _commit(work, "a CRLF script")
+    ran = run_check_job(world, work, push_context(before))
+    assert ran["campaign check"].code == 1
+    assert "::error file=scripts/hello.v1.sh" in ran["campaign check"].out
+    assert "EOL" in ran["campaign check"].out
+    steps = github_steps(work, "check", push_context(before))
+    shellcheck = next(s for s in steps if s.name == "shellcheck")
+    sc = run_github(world, work, shellcheck)
+    assert sc.code == 1 and "SC1017" in sc.out  # literal carriage return
+
+
+def test_github_pull_request_checks_against_the_target_branch(world: World) -> None:
+    work = world.checkout("gh-pr")
+    _git(work, "checkout", "-q", "-b", "change")
+    with (work / QUEUE).open("a", encoding="utf-8") as fh:
+        fh.write("configs/example/wide.yaml reconstruction 3\n")
+    _commit(work, "append a cell")
+    clean = run_check_job(world, work, PR_CONTEXT)
+    assert [r.code for r in clean.values()] == [0, 0, 0], clean
+    text = (work / QUEUE).read_text(encoding="utf-8")
+    (work / QUEUE).write_text(text.replace(FIRST_CELL, ""), "utf-8")
+    _commit(work, "drop a cell")
+    ran = run_check_job(world, work, PR_CONTEXT)
+    assert ran["campaign check"].code == 1
+    assert "QUEUE004" in ran["campaign check"].out and "origin/main" in ran["campaign check"].out
+
+
+def test_the_workflow_schemas_step_checks_both_workflows(world: World) -> None:
+    steps = github_steps(world.campaign, "check", push_context(ZEROS))
+    schemas = next(s for s in steps if s.name == "workflow schemas")
+    ran = run_github(world, world.campaign, schemas)
+    assert ran.code == 0 and "ok -- validation done" in ran.out, ran.out
+    broken = world.checkout("gh-schema")
+    audit = broken / ".github/workflows/audit.yml"
+    audit.write_text(audit.read_text().replace("runs-on:", "runs_on:"), encoding="utf-8")
+    assert run_github(world, broken, schemas).code == 1
+
+
+# --- GitLab ------------------------------------------------------------------------------------
+
+
+def test_gitlab_push_checks_against_the_before_sha(world: World) -> None:
+    work = world.checkout("gl-push")
+    before = _git(work, "rev-parse", "HEAD")
+    with (work / QUEUE).open("a", encoding="utf-8") as fh:
+        fh.write("configs/example/wide.yaml reconstruction 3\n")
+    _commit(work, "append a cell")
+    push = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"}
+    ran = run_gitlab(world, work, {**push, "CI_COMMIT_BEFORE_SHA": before})
+    assert ran.code == 0, ran.out
+    assert "full check" not in ran.out and "ok -- validation done" in ran.out
+    text = (work / QUEUE).read_text(encoding="utf-8")
+    (work / QUEUE).write_text(text.replace(FIRST_CELL, FIRST_CELL.replace("5", "7")), "utf-8")
+    _commit(work, "rewrite a cell in place")
+    ran = run_gitlab(world, work, {**push, "CI_COMMIT_BEFORE_SHA": before})
+    assert ran.code == 1 and "QUEUE004" in ran.out, ran.out
+    # On the default branch without a before-SHA (a manual run): the full check.
+    full = run_gitlab(world, work, {**push, "CI_COMMIT_BEFORE_SHA": ZEROS})
+    assert full.code == 0 and "full check" in full.out, full.out
+
+
+def test_gitlab_new_branch_checks_against_the_merge_base(world: World) -> None:
+    work = world.checkout("gl-branch")
+    _git(work, "checkout", "-q", "-b", "feature")
+    text = (work / QUEUE).read_text(encoding="utf-8")
+    (work / QUEUE).write_text(text.replace(FIRST_CELL, FIRST_CELL.replace("5", "7")), "utf-8")
+    _commit(work, "rewrite a cell in place")
+    first_push = {
+        "CI_PIPELINE_SOURCE": "push",
+        "CI_COMMIT_BRANCH": "feature",
+        "CI_COMMIT_BEFORE_SHA": ZEROS,
+    }
+    ran = run_gitlab(world, work, first_push)
+    # The merge base with main is the base: a full check would not see the rewrite.
+    assert ran.code == 1 and "QUEUE004" in ran.out and "full check" not in ran.out, ran.out
+
+
+def test_gitlab_merge_request_checks_against_the_diff_base(world: World) -> None:
+    work = world.checkout("gl-mr")
+    base = _git(work, "rev-parse", "HEAD")
+    _git(work, "checkout", "-q", "-b", "mr")
+    (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\necho hi\n")
+    _commit(work, "a new wrapper")
+    mr = {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_COMMIT_BEFORE_SHA": ZEROS,  # always zeros in merge request pipelines
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
+        "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+    }
+    ran = run_gitlab(world, work, mr)
+    assert ran.code == 0 and "full check" not in ran.out, ran.out
+    text = (work / QUEUE).read_text(encoding="utf-8")
+    (work / QUEUE).write_text(text.replace(FIRST_CELL, ""), "utf-8")
+    _commit(work, "drop a cell")
+    ran = run_gitlab(world, work, mr)
+    assert ran.code == 1 and "QUEUE004" in ran.out, ran.out
+
+
+@pytest.mark.parametrize(
+    ("variables", "pipeline", "jobs"),
+    [
+        # A merge request pipeline: check and review.
+        (
+            {"CI_PIPELINE_SOURCE": "merge_request_event"},
+            "on_success",
+            {"campaign-check", "campaign-review"},
+        ),
+        # A push to a branch with an open merge request: no branch pipeline (no duplicate).
+        (
+            {
+                "CI_PIPELINE_SOURCE": "push",
+                "CI_COMMIT_BRANCH": "f",
+                "CI_OPEN_MERGE_REQUESTS": "g/p!1",
+            },
+            "never",
+            set(),
+        ),
+        (
+            {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"},
+            "on_success",
+            {"campaign-check"},
+        ),
+        (
+            {"CI_PIPELINE_SOURCE": "schedule", "CI_COMMIT_BRANCH": "main"},
+            "on_success",
+            {"campaign-audit"},
+        ),
+    ],
+)
+def test_gitlab_rules_pick_the_pipelines_and_jobs(
+    world: World, variables: dict[str, str], pipeline: str, jobs: set[str]
+) -> None:
+    doc = yaml.safe_load((world.campaign / GITLAB).read_text(encoding="utf-8"))
+    assert first_rule(doc["workflow"]["rules"], variables) == pipeline
+    if pipeline == "never":
+        return
+    chosen = {
+        name
+        for name, spec in doc.items()
+        if isinstance(spec, dict) and "script" in spec
+        if first_rule(spec.get("rules", [{}]), variables) != "never"
+    }
+    assert chosen == jobs
+
+
+# --- pre-commit --------------------------------------------------------------------------------
+
+
+def test_pre_commit_stops_a_commit_with_a_planted_defect(world: World) -> None:
+    work = world.checkout("hooks")
+    env = world.env({})
+    pre_commit = str(world.venv / "bin" / "pre-commit")
+    installed = subprocess.run([pre_commit, "install"], cwd=work, env=env, capture_output=True)
+    assert installed.returncode == 0, installed
+    (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\r\necho hi\r\n")
+    _git(work, "add", "-A")
+    head = _git(work, "rev-parse", "HEAD")
+    proc = subprocess.run(
+        ["git", "commit", "-m", "a CRLF script"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 1, proc.stdout
+    assert _git(work, "rev-parse", "HEAD") == head  # nothing committed
+    assert re.search(r"campaign check \(all families\)\.+Failed", proc.stdout), proc.stdout
+    assert "scripts/hello.v1.sh" in proc.stdout and "EOL" in proc.stdout
+    assert re.search(r"shellcheck\.+Failed", proc.stdout), proc.stdout
+    # The fixed script goes in.
+    (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\necho hi\n")
+    _git(work, "add", "-A")
+    ok = subprocess.run(
+        ["git", "commit", "-m", "an LF script"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert ok.returncode == 0, ok.stdout
