@@ -24,6 +24,7 @@ ACCEPTED = [
     "campaignops @ git+https://gitlab.example.org/group/sub/campaignops@0f1e2d3c4b5a69788796a5b4c3d2e1f001122334",
     "campaignops @ git+ssh://git@github.com/org/campaignops.git@v0.1.0",
     "campaignops @ git+file:///srv/mirrors/campaignops@v0.1.0",
+    "campaignops @ git+file://localhost/srv/mirrors/campaignops@v0.1.0",
     "campaignops @ https://files.example.org/campaignops-0.1.0-py3-none-any.whl",
     "campaignops @ file:///wheels/campaignops-0.1.0.tar.gz",
 ]
@@ -79,7 +80,7 @@ def test_the_template_default_pins_this_version() -> None:
         ("https://github.com/org/campaignops.git", f"git+https://github.com/org/campaignops.git@v{__version__}"),
         ("ssh://git@github.com/org/campaignops.git", f"git+ssh://git@github.com/org/campaignops.git@v{__version__}"),
         ("ssh://git@github.com/org/campaignops.git@v1", "git+ssh://git@github.com/org/campaignops.git@v1"),
-        ("/srv/mirror@v1", "git+file:///srv/mirror@v1"),
+        ("/srv/mirror@v1", "git+file://localhost/srv/mirror@v1"),
     ],
 )  # fmt: skip
 def test_from_source(source: str, wanted: str) -> None:

@@ -47,7 +47,7 @@ def from_source(source: str, *, version: str = __version__) -> str:
         url, _, ref = text.rpartition("@")
     url = url.removeprefix("git+")
     if "://" not in url:
-        url = Path(url).expanduser().resolve().as_uri()
+        url = local_url(Path(url))
     scheme = urlsplit(url).scheme
     if scheme not in _SCHEMES:
         raise UsageError(
@@ -55,6 +55,12 @@ def from_source(source: str, *, version: str = __version__) -> str:
             hint="use an https://, ssh:// or file:// URL, or a local path",
         )
     return check(f"{NAME} @ git+{url}@{ref or 'v' + version}", given=f"--source {source!r}")
+
+
+def local_url(path: Path) -> str:
+    """``file://localhost/ABS/PATH``: pip before 23.3 refuses a direct URL without a host
+    (``git+file:///…``: "Invalid requirement"), and git reads localhost as this machine."""
+    return "file://localhost" + path.expanduser().resolve().as_uri().removeprefix("file://")
 
 
 def from_installation(version: str = __version__) -> str:

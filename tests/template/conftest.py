@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import __version__
+from campaignops import __version__, install_source
 from campaignops import answers as answers_mod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ class Mirror:
 
     @property
     def requirement(self) -> str:
-        return f"campaignops @ git+{self.path.as_uri()}@{self.tag}"
+        return f"campaignops @ git+{install_source.local_url(self.path)}@{self.tag}"
 
 
 def make_mirror(dest: Path) -> Mirror:

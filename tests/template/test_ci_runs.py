@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from campaignops import install_source
 from tests.template.conftest import Mirror
 
 ZEROS = "0" * 40
@@ -297,7 +298,8 @@ def test_the_workflow_and_gitlab_install_the_recorded_requirement(world: World) 
         [str(world.venv / "bin" / "python"), "-c", probe], capture_output=True, text=True
     )
     # Installed from the mirror at its tag, without the generation extra.
-    assert proc.stdout.split() == [world.mirror.path.as_uri(), world.mirror.tag, "True"]
+    url = install_source.local_url(world.mirror.path)
+    assert proc.stdout.split() == [url, world.mirror.tag, "True"], proc.stdout + proc.stderr
     for tool in ("campaign", "pre-commit", "shellcheck", "check-jsonschema"):
         assert (world.venv / "bin" / tool).is_file(), tool
 
