@@ -112,6 +112,14 @@ def _commit(root: Path, message: str) -> str:
     return _git(root, "rev-parse", "HEAD")
 
 
+def _append_cell(root: Path) -> None:
+    """A new config and its cell at the end of the queue file (cell names come from configs)."""
+    configs = root / "configs/example"
+    (configs / "deep.yaml").write_text((configs / "wide.yaml").read_text(), encoding="utf-8")
+    with (root / QUEUE).open("a", encoding="utf-8") as fh:
+        fh.write("configs/example/deep.yaml segmentation 3\n")
+
+
 def _freshen_stamps(root: Path) -> None:
     # The CI steps age stamps against the real date: move the template's stamps to this month
     # (as dev/demo.sh does) so the campaign is stale-free whenever the suite runs, and the
@@ -321,8 +329,7 @@ def test_campaign_new_without_the_extra_names_it(world: World) -> None:
 def test_github_push_steps_pass_against_the_previous_commit(world: World) -> None:
     work = world.checkout("gh-push")
     before = _git(work, "rev-parse", "HEAD")
-    with (work / QUEUE).open("a", encoding="utf-8") as fh:
-        fh.write("configs/example/wide.yaml reconstruction 3\n")  # appending is allowed
+    _append_cell(work)  # appending is allowed
     _commit(work, "append a cell")
     ran = run_check_job(world, work, push_context(before))
     assert [r.code for r in ran.values()] == [0, 0, 0], ran
@@ -364,8 +371,7 @@ def test_github_planted_crlf_script_fails_check_and_shellcheck(world: World) -> 
 def test_github_pull_request_checks_against_the_target_branch(world: World) -> None:
     work = world.checkout("gh-pr")
     _git(work, "checkout", "-q", "-b", "change")
-    with (work / QUEUE).open("a", encoding="utf-8") as fh:
-        fh.write("configs/example/wide.yaml reconstruction 3\n")
+    _append_cell(work)
     _commit(work, "append a cell")
     clean = run_check_job(world, work, PR_CONTEXT)
     assert [r.code for r in clean.values()] == [0, 0, 0], clean
@@ -394,8 +400,7 @@ def test_the_workflow_schemas_step_checks_both_workflows(world: World) -> None:
 def test_gitlab_push_checks_against_the_before_sha(world: World) -> None:
     work = world.checkout("gl-push")
     before = _git(work, "rev-parse", "HEAD")
-    with (work / QUEUE).open("a", encoding="utf-8") as fh:
-        fh.write("configs/example/wide.yaml reconstruction 3\n")
+    _append_cell(work)
     _commit(work, "append a cell")
     push = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"}
     ran = run_gitlab(world, work, {**push, "CI_COMMIT_BEFORE_SHA": before})
@@ -439,8 +444,6 @@ def test_gitlab_merge_request_checks_against_the_diff_base(world: World) -> None
         "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
         "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
     }
-    ran = run_gitlab(world, work, mr)
-    assert ran.code == 0 and "full check" not in ran.out, ran.out
     text = (work / QUEUE).read_text(encoding="utf-8")
     (work / QUEUE).write_text(text.replace(FIRST_CELL, ""), "utf-8")
     _commit(work, "drop a cell")
