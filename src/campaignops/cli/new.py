@@ -58,6 +58,7 @@ REQUIREMENT = "campaignops_requirement"
 def _requirement(args: argparse.Namespace, given: dict[str, str]) -> str:
     """The pinned install source: --data, else --source / $CAMPAIGNOPS_SOURCE, else this
     installation (its git commit when installed from a repository, else its release)."""
+    from campaignops import answers as answers_mod
     from campaignops import install_source
 
     source = args.source if args.source is not None else os.environ.get(install_source.ENV)
@@ -67,7 +68,12 @@ def _requirement(args: argparse.Namespace, given: dict[str, str]) -> str:
                 message=f"--source and --data {REQUIREMENT}= both say where CI installs from",
                 hint="give one of them",
             )
-        return install_source.check(given[REQUIREMENT])
+        value = given[REQUIREMENT]
+        # A value outside the rule is refused with the other answers (scaffold); one inside it
+        # is also held to pip's parser here.
+        if answers_mod.validate_one(REQUIREMENT, value) is None:
+            install_source.check(value)
+        return value
     if source:
         return install_source.from_source(source)
     return install_source.from_installation()
