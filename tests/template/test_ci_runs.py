@@ -2,114 +2,46 @@
 
 A campaign is generated with `campaign new --source <mirror>@<tag>`, where the mirror is a git
 repository holding this checkout (tests/template/conftest.py): exactly what a campaign whose tool
-comes from a repository records. Then the workflow's `run:` steps (GitHub) and the check job's
-`script:` lines (GitLab) are parsed from the generated YAML and run by bash / sh in a clone of
-the campaign, with a virtualenv built by the workflow's own install step (pip from the package
-index for the dependencies). One virtualenv serves the whole module.
-
-What stands in for the CI service (the documented table):
-
-| in the workflow | here |
-|---|---|
-| `actions/checkout` with `fetch-depth: 0` | a `git clone` of a bare "origin" (all history, `origin/main`) |
-| `actions/setup-python` | a fresh `python -m venv`, first on PATH (the test's own venv is not) |
-| a `run:` step without `shell:` | `bash -e -c SCRIPT` (GitHub runs `bash -e {0}`: github/docs#23853) |
-| `${{ github.event_name }}` | `push` or `pull_request` |
-| `${{ github.event.before }}` | the pushed branch's previous commit, or 40 zeros (new branch) |
-| `${{ github.base_ref }}` | `main` on a pull request, empty on a push |
-| GitLab `script:` lines | joined in one `sh -e` script (the runner runs them in one shell) |
-| GitLab predefined variables | CI_PIPELINE_SOURCE, CI_COMMIT_BRANCH, CI_COMMIT_BEFORE_SHA, CI_DEFAULT_BRANCH, CI_MERGE_REQUEST_DIFF_BASE_SHA, CI_MERGE_REQUEST_TARGET_BRANCH_NAME |
-
-Only GitHub expressions in `env:` are substituted: a script holding `${{ }}` fails the test
-(expressions pasted into scripts are a script-injection risk, and untestable here).
+comes from a repository records. The workflow's `run:` steps (GitHub) and the check job's
+`script:` lines (GitLab) are parsed from the generated YAML and run in clones of the campaign,
+with a virtualenv built by the workflow's own install step; tests/template/cikit.py tables what
+stands in for the CI service. One virtualenv serves the whole module.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from campaignops import install_source
+from tests.template.cikit import (
+    CHECKS,
+    GITLAB,
+    PR_CONTEXT,
+    TIMEOUT,
+    ZEROS,
+    World,
+    commit,
+    first_rule,
+    git_in,
+    github_steps,
+    push_context,
+    run_check_job,
+    run_github,
+    run_gitlab,
+)
 from tests.template.conftest import Mirror
 
-ZEROS = "0" * 40
-EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
 STAMP_DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}(?![\d-])")
-CHECKS = ".github/workflows/checks.yml"
-GITLAB = ".gitlab-ci.yml"
 QUEUE = "queues/example.txt"
 FIRST_CELL = "configs/example/baseline.yaml reconstruction 5\n"
-TIMEOUT = 900  # the install step builds campaignops from the mirror and fetches its dependencies
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    script: str
-    env: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class Ran:
-    code: int
-    out: str
-
-
-@dataclass(frozen=True)
-class World:
-    campaign: Path  # the generated campaign (its own git repository; origin's source)
-    origin: Path  # a bare repository: the "forge"
-    venv: Path
-    home: Path  # checkouts and scratch files
-    mirror: Mirror
-    pre_commit_home: Path
-
-    def env(self, extra: Mapping[str, str]) -> dict[str, str]:
-        """The machine's environment, without the test's own venv, git or pre-commit state."""
-        test_bin = str(Path(sys.executable).parent)
-        base = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("GIT_", "PRE_COMMIT", "VIRTUAL_ENV", "PYTHON", "SKIP"))
-        }
-        path = [p for p in base.get("PATH", "").split(os.pathsep) if p and p != test_bin]
-        base["PATH"] = os.pathsep.join([str(self.venv / "bin"), *path])
-        ident = {"NAME": "CI", "EMAIL": "ci@example.org"}
-        base.update({f"GIT_{w}_{k}": v for w in ("AUTHOR", "COMMITTER") for k, v in ident.items()})
-        base["PRE_COMMIT_HOME"] = str(self.pre_commit_home)
-        return {**base, **extra}
-
-    def checkout(self, name: str, branch: str = "main") -> Path:
-        """actions/checkout with fetch-depth: 0: every branch of origin, `branch` checked out."""
-        dest = self.home / name
-        _git(self.home, "clone", "-q", "--branch", branch, str(self.origin), str(dest))
-        return dest
-
-
-def _git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-c", "user.name=CI", "-c", "user.email=ci@example.org", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return proc.stdout.strip()
-
-
-def _commit(root: Path, message: str) -> str:
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "--allow-empty", "-m", message)
-    return _git(root, "rev-parse", "HEAD")
 
 
 def _append_cell(root: Path) -> None:
@@ -137,118 +69,6 @@ def _freshen_stamps(root: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# --- GitHub ------------------------------------------------------------------------------------
-
-
-def github_steps(root: Path, job: str, context: Mapping[str, str]) -> list[Step]:
-    """The `run:` steps of ``job`` with their env (workflow, job, step), expressions substituted
-    from ``context``; an expression the table does not define raises KeyError."""
-    doc = yaml.safe_load((root / CHECKS).read_text(encoding="utf-8"))
-    spec = doc["jobs"][job]
-    steps: list[Step] = []
-    for step in spec["steps"]:
-        if "run" not in step:
-            continue  # actions/checkout, actions/setup-python: the World stands in for them
-        assert "${{" not in step["run"], f"{step.get('name')}: an expression inside a script"
-        assert "shell" not in step and "if" not in step
-        merged = {**doc.get("env", {}), **spec.get("env", {}), **step.get("env", {})}
-        env = {k: EXPRESSION.sub(lambda m: context[m.group(1)], str(v)) for k, v in merged.items()}
-        steps.append(Step(name=str(step.get("name", step["run"])), script=step["run"], env=env))
-    return steps
-
-
-def run_github(world: World, cwd: Path, step: Step) -> Ran:
-    runner = {
-        "CI": "true",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_WORKSPACE": str(cwd),
-        "GITHUB_STEP_SUMMARY": str(world.home / "summary.md"),
-        "GITHUB_OUTPUT": str(world.home / "output.txt"),
-    }
-    proc = subprocess.run(
-        ["bash", "-e", "-c", step.script],
-        cwd=cwd,
-        env=world.env({**runner, **step.env}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    return Ran(code=proc.returncode, out=proc.stdout)
-
-
-def push_context(before: str) -> dict[str, str]:
-    return {"github.event_name": "push", "github.event.before": before, "github.base_ref": ""}
-
-
-PR_CONTEXT = {
-    "github.event_name": "pull_request",
-    "github.event.before": "",
-    "github.base_ref": "main",
-}
-
-
-def run_check_job(world: World, cwd: Path, context: Mapping[str, str]) -> dict[str, Ran]:
-    """Every step after the install (done once for the module), in order, as a job would:
-    the first failing step ends the job."""
-    steps = github_steps(cwd, "check", context)
-    assert steps[0].name.startswith("install campaignops")
-    out: dict[str, Ran] = {}
-    for step in steps[1:]:
-        out[step.name] = ran = run_github(world, cwd, step)
-        if ran.code != 0:
-            break
-    return out
-
-
-# --- GitLab ------------------------------------------------------------------------------------
-
-
-def gitlab_script(root: Path, job: str) -> tuple[str, dict[str, str]]:
-    """The job's `script:` lines as one shell script, and the pipeline's and job's variables."""
-    doc = yaml.safe_load((root / GITLAB).read_text(encoding="utf-8"))
-    spec = doc[job]
-    variables = {**doc.get("variables", {}), **spec.get("variables", {})}
-    return "\n".join(spec["script"]), {k: str(v) for k, v in variables.items()}
-
-
-def run_gitlab(world: World, cwd: Path, predefined: Mapping[str, str]) -> Ran:
-    script, variables = gitlab_script(cwd, "campaign-check")
-    runner = {"CI": "true", "GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "main", **predefined}
-    proc = subprocess.run(
-        ["sh", "-e", "-c", script],
-        cwd=cwd,
-        env=world.env({**variables, **runner}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    return Ran(code=proc.returncode, out=proc.stdout)
-
-
-_RULE_TERM = re.compile(r'^\$(?P<var>\w+)(?:\s*==\s*"(?P<value>[^"]*)")?$')
-
-
-def rule_matches(expression: str, variables: Mapping[str, str]) -> bool:
-    """GitLab's `rules: if:` for the forms the template uses: `$VAR`, `$VAR == "x"`, `&&`."""
-    for term in expression.split("&&"):
-        match = _RULE_TERM.match(term.strip())
-        assert match, f"rule form not understood here: {term!r}"
-        value = variables.get(match["var"], "")
-        if (value != match["value"]) if match["value"] is not None else not value:
-            return False
-    return True
-
-
-def first_rule(rules: list[dict[str, str]], variables: Mapping[str, str]) -> str:
-    """`when` of the first rule that applies ("on_success" by default); "never" if none."""
-    for rule in rules:
-        if "if" not in rule or rule_matches(rule["if"], variables):
-            return rule.get("when", "on_success")
-    return "never"
-
-
 # --- the module's world --------------------------------------------------------------------------
 
 
@@ -272,9 +92,9 @@ def world(
     assert f"CI and the hooks install: {mirror.requirement}" in made.stdout
     campaign = home / "camp"
     _freshen_stamps(campaign)
-    _commit(campaign, "Re-verify stamps")
+    commit(campaign, "Re-verify stamps")
     origin = home / "origin.git"
-    _git(home, "clone", "-q", "--bare", str(campaign), str(origin))
+    git_in(home, "clone", "-q", "--bare", str(campaign), str(origin))
     venv = home / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     w = World(
@@ -326,11 +146,11 @@ def test_campaign_new_without_the_extra_names_it(world: World) -> None:
     assert not (world.home / "other").exists()
 
 
-def test_github_push_steps_pass_against_the_previous_commit(world: World) -> None:
+def test_github_push_steps_pass_against_the_previouscommit(world: World) -> None:
     work = world.checkout("gh-push")
-    before = _git(work, "rev-parse", "HEAD")
+    before = git_in(work, "rev-parse", "HEAD")
     _append_cell(work)  # appending is allowed
-    _commit(work, "append a cell")
+    commit(work, "append a cell")
     ran = run_check_job(world, work, push_context(before))
     assert [r.code for r in ran.values()] == [0, 0, 0], ran
     assert "full check" not in ran["campaign check"].out
@@ -338,10 +158,10 @@ def test_github_push_steps_pass_against_the_previous_commit(world: World) -> Non
 
 def test_github_push_rewriting_a_queue_line_fails_the_check(world: World) -> None:
     work = world.checkout("gh-rewrite")
-    before = _git(work, "rev-parse", "HEAD")
+    before = git_in(work, "rev-parse", "HEAD")
     text = (work / QUEUE).read_text(encoding="utf-8")
     (work / QUEUE).write_text(text.replace(FIRST_CELL, FIRST_CELL.replace("5", "7")), "utf-8")
-    _commit(work, "rewrite a cell in place")
+    commit(work, "rewrite a cell in place")
     ran = run_check_job(world, work, push_context(before))
     check = ran["campaign check"]
     assert check.code == 1, check.out
@@ -355,9 +175,9 @@ def test_github_push_rewriting_a_queue_line_fails_the_check(world: World) -> Non
 
 def test_github_planted_crlf_script_fails_check_and_shellcheck(world: World) -> None:
     work = world.checkout("gh-crlf")
-    before = _git(work, "rev-parse", "HEAD")
+    before = git_in(work, "rev-parse", "HEAD")
     (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\r\necho hi\r\n")
-    _commit(work, "a CRLF script")
+    commit(work, "a CRLF script")
     ran = run_check_job(world, work, push_context(before))
     assert ran["campaign check"].code == 1
     assert "::error file=scripts/hello.v1.sh" in ran["campaign check"].out
@@ -370,14 +190,14 @@ def test_github_planted_crlf_script_fails_check_and_shellcheck(world: World) -> 
 
 def test_github_pull_request_checks_against_the_target_branch(world: World) -> None:
     work = world.checkout("gh-pr")
-    _git(work, "checkout", "-q", "-b", "change")
+    git_in(work, "checkout", "-q", "-b", "change")
     _append_cell(work)
-    _commit(work, "append a cell")
+    commit(work, "append a cell")
     clean = run_check_job(world, work, PR_CONTEXT)
     assert [r.code for r in clean.values()] == [0, 0, 0], clean
     text = (work / QUEUE).read_text(encoding="utf-8")
     (work / QUEUE).write_text(text.replace(FIRST_CELL, ""), "utf-8")
-    _commit(work, "drop a cell")
+    commit(work, "drop a cell")
     ran = run_check_job(world, work, PR_CONTEXT)
     assert ran["campaign check"].code == 1
     assert "QUEUE004" in ran["campaign check"].out and "origin/main" in ran["campaign check"].out
@@ -399,16 +219,16 @@ def test_the_workflow_schemas_step_checks_both_workflows(world: World) -> None:
 
 def test_gitlab_push_checks_against_the_before_sha(world: World) -> None:
     work = world.checkout("gl-push")
-    before = _git(work, "rev-parse", "HEAD")
+    before = git_in(work, "rev-parse", "HEAD")
     _append_cell(work)
-    _commit(work, "append a cell")
+    commit(work, "append a cell")
     push = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"}
     ran = run_gitlab(world, work, {**push, "CI_COMMIT_BEFORE_SHA": before})
     assert ran.code == 0, ran.out
     assert "full check" not in ran.out and "ok -- validation done" in ran.out
     text = (work / QUEUE).read_text(encoding="utf-8")
     (work / QUEUE).write_text(text.replace(FIRST_CELL, FIRST_CELL.replace("5", "7")), "utf-8")
-    _commit(work, "rewrite a cell in place")
+    commit(work, "rewrite a cell in place")
     ran = run_gitlab(world, work, {**push, "CI_COMMIT_BEFORE_SHA": before})
     assert ran.code == 1 and "QUEUE004" in ran.out, ran.out
     # On the default branch without a before-SHA (a manual run): the full check.
@@ -418,10 +238,10 @@ def test_gitlab_push_checks_against_the_before_sha(world: World) -> None:
 
 def test_gitlab_new_branch_checks_against_the_merge_base(world: World) -> None:
     work = world.checkout("gl-branch")
-    _git(work, "checkout", "-q", "-b", "feature")
+    git_in(work, "checkout", "-q", "-b", "feature")
     text = (work / QUEUE).read_text(encoding="utf-8")
     (work / QUEUE).write_text(text.replace(FIRST_CELL, FIRST_CELL.replace("5", "7")), "utf-8")
-    _commit(work, "rewrite a cell in place")
+    commit(work, "rewrite a cell in place")
     first_push = {
         "CI_PIPELINE_SOURCE": "push",
         "CI_COMMIT_BRANCH": "feature",
@@ -434,10 +254,10 @@ def test_gitlab_new_branch_checks_against_the_merge_base(world: World) -> None:
 
 def test_gitlab_merge_request_checks_against_the_diff_base(world: World) -> None:
     work = world.checkout("gl-mr")
-    base = _git(work, "rev-parse", "HEAD")
-    _git(work, "checkout", "-q", "-b", "mr")
+    base = git_in(work, "rev-parse", "HEAD")
+    git_in(work, "checkout", "-q", "-b", "mr")
     (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\necho hi\n")
-    _commit(work, "a new wrapper")
+    commit(work, "a new wrapper")
     mr = {
         "CI_PIPELINE_SOURCE": "merge_request_event",
         "CI_COMMIT_BEFORE_SHA": ZEROS,  # always zeros in merge request pipelines
@@ -446,7 +266,7 @@ def test_gitlab_merge_request_checks_against_the_diff_base(world: World) -> None
     }
     text = (work / QUEUE).read_text(encoding="utf-8")
     (work / QUEUE).write_text(text.replace(FIRST_CELL, ""), "utf-8")
-    _commit(work, "drop a cell")
+    commit(work, "drop a cell")
     ran = run_gitlab(world, work, mr)
     assert ran.code == 1 and "QUEUE004" in ran.out, ran.out
 
@@ -508,8 +328,8 @@ def test_pre_commit_stops_a_commit_with_a_planted_defect(world: World) -> None:
     installed = subprocess.run([pre_commit, "install"], cwd=work, env=env, capture_output=True)
     assert installed.returncode == 0, installed
     (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\r\necho hi\r\n")
-    _git(work, "add", "-A")
-    head = _git(work, "rev-parse", "HEAD")
+    git_in(work, "add", "-A")
+    head = git_in(work, "rev-parse", "HEAD")
     proc = subprocess.run(
         ["git", "commit", "-m", "a CRLF script"],
         cwd=work,
@@ -520,13 +340,13 @@ def test_pre_commit_stops_a_commit_with_a_planted_defect(world: World) -> None:
         timeout=TIMEOUT,
     )
     assert proc.returncode == 1, proc.stdout
-    assert _git(work, "rev-parse", "HEAD") == head  # nothing committed
+    assert git_in(work, "rev-parse", "HEAD") == head  # nothing committed
     assert re.search(r"campaign check \(all families\)\.+Failed", proc.stdout), proc.stdout
     assert "scripts/hello.v1.sh" in proc.stdout and "EOL" in proc.stdout
     assert re.search(r"shellcheck\.+Failed", proc.stdout), proc.stdout
     # The fixed script goes in.
     (work / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\necho hi\n")
-    _git(work, "add", "-A")
+    git_in(work, "add", "-A")
     ok = subprocess.run(
         ["git", "commit", "-m", "an LF script"],
         cwd=work,
