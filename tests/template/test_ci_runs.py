@@ -357,3 +357,33 @@ def test_pre_commit_stops_a_commit_with_a_planted_defect(world: World) -> None:
         timeout=TIMEOUT,
     )
     assert ok.returncode == 0, ok.stdout
+
+
+# --- the inline scripts themselves -------------------------------------------------------------
+
+
+def _inline_scripts(root: Path) -> Iterator[tuple[str, str, str]]:
+    """(where, shell, script) for every `run:` of both workflows and every GitLab script line."""
+    for rel in (CHECKS, ".github/workflows/audit.yml"):
+        doc = yaml.safe_load((root / rel).read_text(encoding="utf-8"))
+        for job_id, job in doc["jobs"].items():
+            for step in job["steps"]:
+                if "run" in step:
+                    yield f"{rel}:{job_id}:{step.get('name', '')}", "bash", step["run"]
+    doc = yaml.safe_load((root / GITLAB).read_text(encoding="utf-8"))
+    for job_id, job in doc.items():
+        if isinstance(job, dict) and "script" in job:
+            yield f"{GITLAB}:{job_id}", "sh", "\n".join(job["script"])
+
+
+def test_every_inline_script_passes_shellcheck(world: World) -> None:
+    scripts = list(_inline_scripts(world.campaign))
+    assert len(scripts) == 13  # checks.yml 4 + 3, audit.yml 3, .gitlab-ci.yml 3 jobs
+    for where, shell, script in scripts:
+        proc = subprocess.run(
+            [str(world.venv / "bin" / "shellcheck"), "--shell", shell, "-"],
+            input=script,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, f"{where}\n{proc.stdout}{proc.stderr}"
