@@ -387,3 +387,47 @@ def test_every_inline_script_passes_shellcheck(world: World) -> None:
             text=True,
         )
         assert proc.returncode == 0, f"{where}\n{proc.stdout}{proc.stderr}"
+
+
+def _steps(root: Path, rel: str, job: str) -> dict[str, dict[str, object]]:
+    doc = yaml.safe_load((root / rel).read_text(encoding="utf-8"))
+    return {str(s.get("name", s.get("uses"))): s for s in doc["jobs"][job]["steps"]}
+
+
+def test_review_and_audit_jobs_call_the_commands_with_least_permissions(world: World) -> None:
+    # The contract with `campaign review`, `campaign publish` and `campaign audit` (built
+    # elsewhere): these exact arguments, and only the permissions each job needs.
+    checks = yaml.safe_load((world.campaign / CHECKS).read_text(encoding="utf-8"))
+    assert checks["permissions"] == {"contents": "read"}
+    review = checks["jobs"]["review"]
+    assert review["if"] == "github.event_name == 'pull_request'"
+    assert review["permissions"] == {"contents": "read", "pull-requests": "write"}
+    steps = _steps(world.campaign, CHECKS, "review")
+    run = str(steps["campaign review"]["run"])
+    assert 'campaign review --base "origin/$BASE_REF" --format markdown > review.md' in run
+    assert 'cat review.md >> "$GITHUB_STEP_SUMMARY"' in run
+    post = steps["post the review as one comment (updated on later pushes)"]
+    assert post["run"] == "campaign publish comment --marker campaign-review --body-file review.md"
+    assert post["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+    assert set(post["env"]) == {"GH_TOKEN", "GITHUB_TOKEN"}  # type: ignore[arg-type]
+
+    audit = yaml.safe_load((world.campaign / ".github/workflows/audit.yml").read_text())
+    assert set(audit[True]) == {"schedule", "workflow_dispatch"}  # YAML 1.1 reads `on` as True
+    assert audit["permissions"] == {"contents": "read", "issues": "write"}
+    assert audit["concurrency"] == {"group": "campaign-audit", "cancel-in-progress": False}
+    steps = _steps(world.campaign, ".github/workflows/audit.yml", "audit")
+    assert "campaign audit --format markdown > audit.md" in str(steps["campaign audit"]["run"])
+    publish = steps["open, update or close the audit issue"]
+    assert publish["run"] == (
+        "campaign publish issue --label campaign-audit "
+        '--title "Campaign audit: stale facts and standing checks" '
+        '--body-file audit.md --state "$STATE"'
+    )
+    assert publish["env"]["STATE"] == "${{ steps.audit.outputs.state }}"  # type: ignore[index]
+
+    gitlab = yaml.safe_load((world.campaign / GITLAB).read_text(encoding="utf-8"))
+    script = "\n".join(gitlab["campaign-review"]["script"])
+    assert "campaign publish comment --platform gitlab --marker campaign-review" in script
+    assert 'if [ -n "${CAMPAIGN_GITLAB_TOKEN:-}" ]' in script
+    script = "\n".join(gitlab["campaign-audit"]["script"])
+    assert "campaign publish issue --platform gitlab --label campaign-audit" in script
