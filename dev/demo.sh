@@ -8,7 +8,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python3 -m venv "$here/.venv"
 "$here/.venv/bin/python" -m pip install --quiet --upgrade pip
-"$here/.venv/bin/python" -m pip install --quiet -e "$here"
+"$here/.venv/bin/python" -m pip install --quiet -e "$here[new]"  # [new]: campaign new's engines
 export PATH="$here/.venv/bin:$PATH"
 
 demo="${1:-$(mktemp -d)/demo-campaign}"

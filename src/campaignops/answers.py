@@ -35,6 +35,24 @@ TEXT = r"(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe
 BACKEND_LIST = r"(" + "|".join(BACKENDS) + r")(,(" + "|".join(BACKENDS) + r"))*"
 INTEGER = r"[0-9]{1,9}"
 NUMBER = r"[0-9]{1,9}(\.[0-9]{1,4})?"
+# Where CI and the pre-commit hook install campaignops from: a PEP 508 requirement pinned to one
+# release (``campaignops==0.1.0``) or to a git tag or commit (``campaignops @ git+URL@REF``), or
+# an archive URL. It lands in shell double quotes and YAML double quotes, so the characters are
+# a strict subset of PEP 508's that neither can interpret: no quotes, ``$``, backquotes,
+# backslashes, spaces inside the URL, shell operators or Jinja braces.
+_VERSION = (
+    r"[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?"
+)
+_URL_PATH = r"[A-Za-z0-9._~:/%+=,-]+"
+REQUIREMENT = (
+    r"campaignops(=="
+    + _VERSION
+    + r"| @ (git\+(https|http|ssh|file)://([A-Za-z0-9._~-]+@)?"
+    + _URL_PATH
+    + r"@[A-Za-z0-9._/+-]+|(https|file)://"
+    + _URL_PATH
+    + r"\.(whl|tar\.gz|zip)))"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,7 @@ RULES: Mapping[str, Rule] = {
     "stale_after_months": Rule(pattern=INTEGER, whole_range=(1, 120)),
     "cloud_budget_usd": Rule(pattern=NUMBER),
     "hpc_allocation_cap_percent": Rule(pattern=INTEGER, whole_range=(0, 100)),
+    "campaignops_requirement": Rule(pattern=REQUIREMENT, length=(1, 500)),
 }
 
 
@@ -91,6 +110,13 @@ QUESTIONS: tuple[Question, ...] = (
     Question("cloud_budget_usd", "Cloud GPU budget cap in USD (0 = none allowed)", "0"),
     Question("hpc_allocation_cap_percent", "Share of the HPC allocation allowed, %", "80"),
     Question("require_pushed", "Submit only commits pushed upstream", "yes", YES_NO),
+    # The default pins the release that ships this template (a test keeps it equal to
+    # campaignops.__version__); `campaign new` computes it (campaignops.scaffold.requirement).
+    Question(
+        "campaignops_requirement",
+        "pip requirement CI and the hooks install campaignops from",
+        "campaignops==0.1.0",
+    ),
 )
 NAMES = tuple(q.name for q in QUESTIONS)
 
@@ -111,6 +137,9 @@ MESSAGES: Mapping[str, str] = {
     "cloud_budget_usd": "cloud_budget_usd must be a number of dollars, 0 or more",
     "hpc_allocation_cap_percent": "hpc_allocation_cap_percent must be a whole number 0-100",
     "require_pushed": "require_pushed must be yes or no",
+    "campaignops_requirement": "campaignops_requirement must pin campaignops: campaignops==X.Y.Z, "
+    "or campaignops @ git+https://HOST/PATH@TAG-OR-COMMIT (also git+ssh://, git+file://), "
+    "or campaignops @ https://HOST/PATH.whl; no spaces, quotes or $ in the URL",
 }
 
 
@@ -135,6 +164,11 @@ def _ok(name: str, value: str, answers: Mapping[str, str]) -> bool:
         return follows(RULES[name], value, answers)
     choices = {q.name: q.choices for q in QUESTIONS}[name]
     return value in choices
+
+
+def validate_one(name: str, value: str, answers: Mapping[str, str] | None = None) -> str | None:
+    """The message refusing ``value`` for question ``name``; None when it is acceptable."""
+    return None if _ok(name, value, answers or {}) else MESSAGES[name]
 
 
 def unknown(names: Iterable[object]) -> list[str]:

@@ -44,6 +44,21 @@ def template_root() -> Path:
     )
 
 
+GENERATION_EXTRA = "pip install 'campaignops[new]'"
+
+
+def require_engine(engine: str) -> None:
+    """Refuse early when the template engine is not installed: generation is an extra, so the
+    hook and CI environments, which only check, do not carry Copier and cookiecutter."""
+    import importlib.util
+
+    if engine in RENDERERS and importlib.util.find_spec(engine) is None:
+        raise UsageError(
+            message=f"campaign new needs {engine}, which is not installed here",
+            hint=f"install the generation extra: {GENERATION_EXTRA}",
+        )
+
+
 def resolve_answers(
     *, directory: Path, given: Mapping[str, str], ask: Callable[[answers_mod.Question, str], str]
 ) -> dict[str, str]:
@@ -148,6 +163,7 @@ def generate(
     """Render the campaign into ``directory`` (which must not exist or be empty) and commit it."""
     if engine not in RENDERERS:
         raise UsageError(message=f"unknown engine {engine!r}", hint="use copier or cookiecutter")
+    require_engine(engine)
     _check(answers, directory=directory)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from campaignops import __version__, install_source
 from campaignops import answers as answers_mod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +35,53 @@ MATRIX: tuple[Mapping[str, str], ...] = (
 )
 # Pages whose site facts are placeholders the user must fill in (flagged by STALE002).
 PLACEHOLDER_PAGES = ("generic-slurm", "generic-pbs")
+
+
+# What a pip install of campaignops from a git repository needs (`schemas` is a symlink into the
+# package; copier.yml and template/ are force-included in the wheel).
+SOURCE_ITEMS = ("src", "pyproject.toml", "README.md", "schemas", "copier.yml", "template")
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A git repository holding this checkout's working tree, tagged like a release."""
+
+    path: Path
+    tag: str
+
+    @property
+    def requirement(self) -> str:
+        return f"campaignops @ git+{install_source.local_url(self.path)}@{self.tag}"
+
+
+def make_mirror(dest: Path) -> Mirror:
+    """This checkout's working tree (uncommitted edits included: what is being tested), committed
+    and tagged v<version> in ``dest``: the source a campaign's CI and hooks install from."""
+    for name in SOURCE_ITEMS:
+        src = ROOT / name
+        if src.is_symlink():
+            (dest / name).symlink_to(src.readlink())
+        elif src.is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
+            shutil.copytree(src, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / name)
+    tag = f"v{__version__}"
+    ident = ["-c", "user.name=Test", "-c", "user.email=test@example.org"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "mirror"], ["tag", tag]):
+        subprocess.run(["git", *ident, *args], cwd=dest, check=True, capture_output=True)
+    return Mirror(path=dest, tag=tag)
+
+
+@pytest.fixture(scope="session")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> Mirror:
+    return make_mirror(tmp_path_factory.mktemp("campaignops-mirror"))
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pre-commit cache for the session: each hook environment is built once."""
+    return tmp_path_factory.mktemp("pre-commit-home")
 
 
 def full_answers(slug: str, extra: Mapping[str, str]) -> dict[str, str]:
@@ -66,13 +116,16 @@ def render_cookiecutter(out: Path, data: Mapping[str, str]) -> Path:
 
 
 @pytest.fixture(scope="session")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, Path]]:
-    """Each MATRIX row rendered by both engines: {row: (copier_dir, cookiecutter_dir)}."""
+def rendered(
+    tmp_path_factory: pytest.TempPathFactory, mirror: Mirror
+) -> dict[int, tuple[Path, Path]]:
+    """Each MATRIX row rendered by both engines: {row: (copier_dir, cookiecutter_dir)}; their
+    hooks install campaignops from the local mirror of this checkout."""
     base = tmp_path_factory.mktemp("engines")
     out: dict[int, tuple[Path, Path]] = {}
     for i, extra in enumerate(MATRIX):
         slug = f"camp-{i}"
-        data = full_answers(slug, extra)
+        data = full_answers(slug, {**extra, "campaignops_requirement": mirror.requirement})
         a = render_copier(base / "copier" / slug, data)
         b = render_cookiecutter(base / "cookiecutter", data)
         out[i] = (a, b)

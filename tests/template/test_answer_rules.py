@@ -29,6 +29,7 @@ TRAILING_NEWLINE = {
     "stale_after_months": "6\n",
     "cloud_budget_usd": "0\n",
     "hpc_allocation_cap_percent": "80\n",
+    "campaignops_requirement": "campaignops==0.1.0\n",
 }
 OVERRIDE = {"campaign_slug": "camp", "backends": "local\nevil: [1", "owner_email": "x"}
 

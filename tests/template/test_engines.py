@@ -182,3 +182,13 @@ def test_hostile_answers_are_inert_in_the_generated_campaign(tmp_path: Path) -> 
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert not canary.exists()
+
+
+@pytest.mark.parametrize("row", range(len(MATRIX)))
+def test_no_engine_leaves_an_empty_directory(rendered, row: int) -> None:  # type: ignore[no-untyped-def]
+    # `.github/` cannot be conditional by name: Copier's _exclude and cookiecutter's
+    # post_gen_project hook drop it when the answers leave it empty (ci=gitlab or none).
+    for root in rendered[row]:
+        empty = [p for p in root.rglob("*") if p.is_dir() and not any(p.iterdir())]
+        assert empty == [], empty
+        assert (root / ".github").is_dir() == (MATRIX[row]["ci"] in ("github", "both"))

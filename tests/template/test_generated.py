@@ -64,11 +64,6 @@ def test_workflows_valid_against_vendored_schemas(rendered, row: int) -> None:  
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="session")
-def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("pre-commit-home")
-
-
 @pytest.mark.parametrize("row", range(len(MATRIX)))
 def test_pre_commit_run_all_files(
     rendered, row: int, tmp_path: Path, pre_commit_home: Path

@@ -14,8 +14,10 @@ from campaignops.errors import UsageError
 def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import scaffold
 
+    scaffold.require_engine(args.engine)
     directory = Path(layout.guard_length(args.directory)).resolve()
     given = scaffold.parse_data(args.data)
+    given[REQUIREMENT] = _requirement(args, given)
 
     def ask(question: object, default: str) -> str:
         from campaignops.answers import Question
@@ -38,6 +40,7 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if shown.startswith(".."):
         shown = str(made.path)
     print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
+    print(f"CI and the hooks install: {made.answers[REQUIREMENT]}", file=out)
     print("Next:", file=out)
     for step in (
         f"cd {shown}",
@@ -47,6 +50,33 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ):
         print(f"  {step}", file=out)
     return 0
+
+
+REQUIREMENT = "campaignops_requirement"
+
+
+def _requirement(args: argparse.Namespace, given: dict[str, str]) -> str:
+    """The pinned install source: --data, else --source / $CAMPAIGNOPS_SOURCE, else this
+    installation (its git commit when installed from a repository, else its release)."""
+    from campaignops import answers as answers_mod
+    from campaignops import install_source
+
+    source = args.source if args.source is not None else os.environ.get(install_source.ENV)
+    if REQUIREMENT in given:
+        if args.source is not None:
+            raise UsageError(
+                message=f"--source and --data {REQUIREMENT}= both say where CI installs from",
+                hint="give one of them",
+            )
+        value = given[REQUIREMENT]
+        # A value outside the rule is refused with the other answers (scaffold); one inside it
+        # is also held to pip's parser here.
+        if answers_mod.validate_one(REQUIREMENT, value) is None:
+            install_source.check(value)
+        return value
+    if source:
+        return install_source.from_source(source)
+    return install_source.from_installation()
 
 
 def answer_names() -> tuple[str, ...]:
@@ -82,5 +112,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="an answer, e.g. --data backends=alpine,local (repeatable)",
+    )
+    new.add_argument(
+        "--source",
+        metavar="URL[@REF]",
+        help="the git repository CI and the pre-commit hook install campaignops from, at a tag "
+        "or commit (default REF: v<this version>); recorded as campaignops @ git+URL@REF. "
+        "Default: $CAMPAIGNOPS_SOURCE, else this installation's git commit when it was "
+        "installed from a repository, else campaignops==<this version> from the package index",
     )
     new.set_defaults(handler=_new)

@@ -1,0 +1,119 @@
+"""Where a campaign's CI and pre-commit hook install campaignops from: a pinned requirement.
+
+`campaign new` records it as the ``campaignops_requirement`` answer; the generated workflows,
+`.gitlab-ci.yml` and `.pre-commit-config.yaml` install exactly that. It is pinned so a campaign's
+checks do not change under it: the release that generated the campaign (``campaignops==X.Y.Z``),
+or a git URL at a tag or commit (``campaignops @ git+URL@REF``) when the tool came from a
+repository rather than an index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from campaignops import __version__
+from campaignops import answers as answers_mod
+from campaignops.errors import UsageError
+
+NAME = "campaignops"
+ENV = "CAMPAIGNOPS_SOURCE"  # the same as --source, for scripts that make many campaigns
+_SCHEMES = ("https", "http", "ssh", "file")
+
+
+def released(version: str = __version__) -> str:
+    """The requirement for a release on a package index."""
+    return f"{NAME}=={version}"
+
+
+def from_source(source: str, *, version: str = __version__) -> str:
+    """``campaignops @ git+URL@REF`` from ``--source URL[@REF]``; REF defaults to ``v<version>``.
+
+    URL may carry ``git+`` or not, and may be a local path (made a ``file://`` URL). The ref is
+    what follows the last ``@`` after the URL's last ``/``, so ``ssh://git@host/r.git`` has none.
+    """
+    text = source.strip()
+    if not text:
+        raise UsageError(message="--source is empty", hint="give a git URL, e.g. URL@v0.1.0")
+    if re.match(r"^[\w.-]+@[\w.-]+:", text) and "://" not in text:
+        raise UsageError(
+            message=f"--source {source!r}: scp-like git addresses are not URLs pip accepts",
+            hint="write it as ssh://USER@HOST/PATH (e.g. ssh://git@github.com/org/repo.git)",
+        )
+    url, ref = text, ""
+    if text.rfind("@") > text.rfind("/"):
+        url, _, ref = text.rpartition("@")
+    url = url.removeprefix("git+")
+    if "://" not in url:
+        url = local_url(Path(url))
+    scheme = urlsplit(url).scheme
+    if scheme not in _SCHEMES:
+        raise UsageError(
+            message=f"--source {source!r}: scheme {scheme!r} is not one pip installs git from",
+            hint="use an https://, ssh:// or file:// URL, or a local path",
+        )
+    return check(f"{NAME} @ git+{url}@{ref or 'v' + version}", given=f"--source {source!r}")
+
+
+def local_url(path: Path) -> str:
+    """``file://localhost/ABS/PATH``: pip before 23.3 refuses a direct URL without a host
+    (``git+file:///…``: "Invalid requirement"), and git reads localhost as this machine."""
+    return "file://localhost" + path.expanduser().resolve().as_uri().removeprefix("file://")
+
+
+def from_installation(version: str = __version__) -> str:
+    """The requirement that reproduces this installation, when it can be reproduced elsewhere.
+
+    pip records a VCS install's URL and commit in ``direct_url.json`` (PEP 610): a campaign made
+    by a tool installed from a shared repository pins that commit. A local checkout or an
+    editable install is not reachable from CI, so those give the release of the same version.
+    """
+    from importlib import metadata
+
+    try:
+        raw = metadata.distribution(NAME).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        raw = None
+    try:
+        info = json.loads(raw) if raw else {}
+    except ValueError:
+        info = {}
+    vcs = info.get("vcs_info") if isinstance(info, dict) else None
+    url = str(info.get("url", "")) if isinstance(info, dict) else ""
+    shared = urlsplit(url).scheme in ("https", "http", "ssh")
+    if shared and isinstance(vcs, dict) and vcs.get("vcs") == "git" and vcs.get("commit_id"):
+        candidate = f"{NAME} @ git+{url}@{vcs['commit_id']}"
+        if not answers_mod.validate_one("campaignops_requirement", candidate):
+            return candidate
+    return released(version)
+
+
+def check(requirement: str, *, given: str = "campaignops_requirement") -> str:
+    """``requirement`` if it follows the template's rule (and pip's grammar); else a UsageError."""
+    message = answers_mod.validate_one("campaignops_requirement", requirement)
+    if message is None:
+        message = _pip_refusal(requirement)
+    if message is not None:
+        raise UsageError(
+            message=f"{given}: {message} (got {requirement!r})",
+            hint="e.g. --source https://github.com/ORG/campaignops.git@v0.1.0, or "
+            "--data campaignops_requirement=campaignops==0.1.0",
+        )
+    return requirement
+
+
+def _pip_refusal(requirement: str) -> str | None:
+    """What pip's own parser says (packaging comes with the generation extra); None if fine."""
+    try:
+        from packaging.requirements import InvalidRequirement, Requirement
+    except ImportError:  # the rule's pattern is a strict subset of PEP 508 (tested)
+        return None
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement as exc:
+        return f"not a requirement pip accepts: {exc}"
+    if parsed.name != NAME:
+        return f"names {parsed.name!r}, not {NAME}"
+    return None
