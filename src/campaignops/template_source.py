@@ -114,7 +114,7 @@ def _tag_tree(repo: Path, tag: str) -> str | None:
 def _locked(repo: Path) -> Iterator[None]:
     """One writer at a time: two `campaign new` runs may fill the cache at once."""
     repo.parent.mkdir(parents=True, exist_ok=True)
-    with open(repo.parent / f".{repo.name}.lock", "w") as handle:
+    with (repo.parent / f".{repo.name}.lock").open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
