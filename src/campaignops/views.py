@@ -100,6 +100,8 @@ class Sources:
 
     def failures(self) -> Any:
         """The merged catalog: failures.yaml with failures.local.yaml over it by id."""
+        if not catalogs.files(self.reader):
+            self._text(FAILURES_FILE)  # none at all: say which file to restore
         return dict(
             catalogs.read(self.reader, hint="fix the syntax, then run campaign render").data
         )
