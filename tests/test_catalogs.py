@@ -1,0 +1,78 @@
+"""The merged failure catalog: failures.local.yaml over failures.yaml by id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from campaignops import catalogs
+from campaignops.diagnosis import catalog
+
+
+def entry(entry_id: str, fix: str = "upstream fix") -> dict[str, object]:
+    return {
+        "id": entry_id,
+        "category": "other",
+        "matchers": [f"{entry_id.upper()} FAILED"],
+        "fix": fix,
+    }
+
+
+def test_local_overrides_in_place_adds_and_disables() -> None:
+    merged = catalogs.merge(
+        [
+            ("failures.yaml", {"version": 1, "failures": [entry("a"), entry("b"), entry("c")]}),
+            (
+                "failures.local.yaml",
+                {
+                    "version": 1,
+                    "disable": ["c", "not-there"],
+                    "failures": [entry("a", "ours"), entry("d")],
+                },
+            ),
+        ]
+    )
+    assert merged.data == {
+        "version": 1,
+        "failures": [entry("a", "ours"), entry("b"), entry("d")],
+    }
+    assert dict(merged.origin) == {
+        "a": "failures.local.yaml",
+        "b": "failures.yaml",
+        "d": "failures.local.yaml",
+    }
+    assert dict(merged.disabled) == {"c": "failures.local.yaml"}
+
+
+def test_a_duplicate_within_one_file_stays_for_policy_to_report() -> None:
+    merged = catalogs.merge([("failures.yaml", {"failures": [entry("a"), entry("a", "again")]})])
+    assert merged.entries == [entry("a"), entry("a", "again")]
+
+
+def test_order_puts_local_files_last() -> None:
+    assert catalogs.ordered(["z.local.yaml", "failures.local.yml", "b.yaml", "a.yaml"]) == (
+        "a.yaml",
+        "b.yaml",
+        "failures.local.yml",
+        "z.local.yaml",
+    )
+
+
+def test_the_engine_reads_the_merged_catalog(tmp_path: Path) -> None:
+    (tmp_path / "campaign.yaml").write_text("name: x\n", encoding="utf-8")
+    (tmp_path / "failures.yaml").write_text(
+        "version: 1\nfailures:\n"
+        "  - {id: a, category: other, matchers: ['A FAILED'], fix: upstream}\n"
+        "  - {id: b, category: other, matchers: ['B FAILED'], fix: upstream}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "failures.local.yaml").write_text(
+        "version: 1\ndisable: [b]\nfailures:\n"
+        "  - {id: a, category: timeout, matchers: ['A FAILED'], fix: ours}\n"
+        "  - {id: mine, category: other, matchers: ['MINE FAILED'], fix: mine}\n",
+        encoding="utf-8",
+    )
+    loaded = catalog.load(tmp_path)
+    assert [(e.id, e.category, e.fix) for e in loaded.entries] == [
+        ("a", "timeout", "ours"),
+        ("mine", "other", "mine"),
+    ]
