@@ -76,3 +76,22 @@ def test_the_engine_reads_the_merged_catalog(tmp_path: Path) -> None:
         ("a", "timeout", "ours"),
         ("mine", "other", "mine"),
     ]
+
+
+def test_a_disable_naming_no_earlier_entry_is_policy004(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (campaign / "failures.local.yaml").write_text(
+        "version: 1\ndisable:\n  - no-such-entry\nfailures: []\n", encoding="utf-8"
+    )
+    result = run("check", "--select", "POLICY004")
+    assert result.code == 1
+    assert (
+        "failures.local.yaml:3:5: POLICY004 failure catalog: disable 'no-such-entry': no earlier "
+        "catalog file has this id (failures.local.yaml can disable ids of failures.yaml)"
+    ) in result.out
+    known = (
+        (campaign / "failures.yaml").read_text(encoding="utf-8").split("- id: ", 1)[1].split()[0]
+    )
+    (campaign / "failures.local.yaml").write_text(
+        f"version: 1\ndisable: [{known}]\nfailures: []\n", encoding="utf-8"
+    )
+    assert run("check", "--select", "POLICY004").code == 0

@@ -99,6 +99,23 @@ def merge(docs: Sequence[tuple[str, Any]]) -> Merged:
     )
 
 
+def unknown_disables(docs: Sequence[tuple[str, Any]]) -> list[tuple[str, int, str]]:
+    """(file, index, id) of each ``disable`` id that no earlier file of ``docs`` defines: a
+    typo there would leave the upstream entry on without a word."""
+    known: set[str] = set()
+    found: list[tuple[str, int, str]] = []
+    for rel, data in docs:
+        if not isinstance(data, Mapping):
+            continue
+        listed = data.get(DISABLE)
+        for i, entry_id in enumerate(listed if isinstance(listed, list) else ()):
+            if isinstance(entry_id, str) and entry_id not in known:
+                found.append((rel, i, entry_id))
+        items = data.get("failures")
+        known.update(i for i in map(_id, items if isinstance(items, list) else ()) if i)
+    return found
+
+
 def files(reader: FileReader, globs: Sequence[str] | None = None) -> tuple[str, ...]:
     """The campaign's catalog files (the policy's ``failures`` globs), in merge order."""
     if globs is None:
