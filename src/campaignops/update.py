@@ -86,16 +86,17 @@ def _target(src: str, to: str | None) -> str | None:
     """The ref to update to: ``to`` as a tag (``0.2.0`` → ``v0.2.0``); else, for the packaged
     template's cache, this installation's tag (added to the cache now); else copier's default,
     the source's latest PEP 440 tag."""
-    if to is not None:
-        return to if to.startswith("v") or not to[:1].isdigit() else f"v{to}"
+    own = None
     local = Path(src).expanduser()
     if local.absolute() == template_source.cache_dir():
         from campaignops import __version__, scaffold
 
-        return template_source.ensure(
+        own = template_source.ensure(
             root=scaffold.template_root(), version=__version__, cache=local.absolute()
         ).tag
-    return None
+    if to is not None:
+        return to if to.startswith("v") or not to[:1].isdigit() else f"v{to}"
+    return own
 
 
 def _require_old_ref(src: str, old: str) -> None:

@@ -167,6 +167,8 @@ def test_update_brings_upstream_knowledge_and_keeps_the_campaigns_own(
 
 def test_dry_run_reports_and_changes_nothing(old_campaign: Path, versions: Path, run) -> None:  # type: ignore[no-untyped-def]
     tag_next(versions)
+    pinned = run("update", "--dry-run", "--to", "1.0.0")
+    assert pinned.code == 0 and pinned.out.startswith("Already at template v1.0.0")
     got = run("update", "--dry-run")
     assert got.code == 0, got.err
     assert "Would update the template from v1.0.0 to v1.1.0" in got.out
