@@ -95,3 +95,17 @@ def test_a_disable_naming_no_earlier_entry_is_policy004(campaign: Path, run) -> 
         f"version: 1\ndisable: [{known}]\nfailures: []\n", encoding="utf-8"
     )
     assert run("check", "--select", "POLICY004").code == 0
+
+
+def test_the_templates_local_catalog_starts_empty_and_valid() -> None:
+    from campaignops import scaffold, schema, yamldoc
+
+    path = scaffold.template_root() / "template/{{cookiecutter.campaign_slug}}/failures.local.yaml"
+    data = yamldoc.load(path.read_text(encoding="utf-8"), path="failures.local.yaml")
+    assert data == {"version": 1, "disable": [], "failures": []}
+    assert list(schema.validate(schema.FAILURES, data)) == []
+    copier_yml = (scaffold.template_root() / "copier.yml").read_text(encoding="utf-8")
+    skipped = copier_yml.split("_skip_if_exists:\n", 1)[1].split("\n\n", 1)[0]
+    # The campaign's own file is kept on update; the upstream catalog and pages are updated.
+    assert '"failures.local.yaml"' in skipped
+    assert '"failures.yaml"' not in skipped and "backends/" not in skipped
