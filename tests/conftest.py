@@ -124,6 +124,11 @@ DEV = Path(__file__).resolve().parents[1] / "dev" / "slurm_cluster.py"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slurm: runs on the real single-node Slurm cluster")
+    # `campaign new` commits the template into a per-user cache repository: one per test run,
+    # never the user's own ~/.cache (subprocesses inherit it).
+    os.environ.setdefault(
+        "CAMPAIGNOPS_TEMPLATE_CACHE", tempfile.mkdtemp(prefix="campaignops-template-cache-")
+    )
 
 
 def _cluster_module() -> ModuleType:

@@ -40,7 +40,7 @@ DEFAULT_GLOBS: Mapping[str, tuple[str, ...]] = {
     WRAPPER: ("scripts/**/*.sh", "scripts/**/*.bash"),
     MARKDOWN: ("**/*.md",),
     YAML: ("**/*.yaml", "**/*.yml"),
-    FAILURES: ("failures.yaml",),
+    FAILURES: ("failures.yaml", "failures.local.yaml"),  # upstream, then the campaign's own
     POLICY: (POLICY_FILE,),
     LOCK: (LOCK_FILE,),
     LEDGER: (LEDGER_FILE,),

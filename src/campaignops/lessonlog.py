@@ -16,8 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import atomic, layout, ledger, lessonjob, lessons
-from campaignops import policy as policy_mod
+from campaignops import atomic, catalogs, ledger, lessonjob, lessons
 from campaignops.errors import InputError, UsageError
 from campaignops.files import FileReader
 
@@ -41,15 +40,8 @@ def catalog_ids(root: Path) -> tuple[str, ...]:
     """Every entry id of the campaign's failure catalog(s) (the policy's ``failures`` paths).
     A catalog that cannot be read or parsed is an InputError: an id cannot be judged without."""
     reader = FileReader(root)
-    parsed = reader.read_yaml(layout.POLICY_FILE)
-    policy = policy_mod.from_data(parsed[0] if parsed else None, found=True)
-    globs = policy.globs.get(layout.FAILURES, ())
-    if all(not set("*?[") & set(g) for g in globs):
-        rels = [g for g in globs if reader.exists(g)]  # the usual case: no walk of the tree
-    else:
-        rels = [r for r in layout.walk(root) if layout.matches(r, globs)]
     ids: list[str] = []
-    for rel in rels:
+    for rel in catalogs.files(reader):
         got = reader.read_yaml(rel)
         if got is None:
             raise reader.problems[rel]

@@ -119,6 +119,37 @@ def _render_copier(root: Path, dest: Path, answers: Mapping[str, str]) -> None:
         )
 
 
+def copier_source(template: str | None) -> tuple[str, str | None]:
+    """Where copier reads the template, and at which ref, so that `copier update` can later
+    regenerate the campaign's version: a given source (a git URL or repository) as it is, at
+    its latest tag; else the packaged template, committed and tagged in the per-user cache
+    (campaignops.template_source)."""
+    if template is not None:
+        return template, None
+    from campaignops import __version__, template_source
+
+    made = template_source.ensure(root=template_root(), version=__version__)
+    return made.url, made.tag
+
+
+def _render_copier_versioned(
+    template: str | None, vcs_ref: str | None, dest: Path, answers: Mapping[str, str]
+) -> None:
+    import copier
+
+    src, ref = copier_source(template)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        copier.run_copy(
+            src,
+            str(dest),
+            data=dict(answers),
+            vcs_ref=vcs_ref or ref,
+            defaults=True,
+            quiet=True,
+            unsafe=False,
+        )
+
+
 def _render_cookiecutter(root: Path, dest: Path, answers: Mapping[str, str]) -> None:
     from cookiecutter.main import cookiecutter
 
@@ -159,11 +190,21 @@ def generate(
     directory: Path,
     answers: Mapping[str, str],
     engine: str = "copier",
+    template: str | None = None,
+    vcs_ref: str | None = None,
 ) -> Generated:
-    """Render the campaign into ``directory`` (which must not exist or be empty) and commit it."""
+    """Render the campaign into ``directory`` (which must not exist or be empty) and commit it.
+
+    With copier, from ``template`` (a git URL or repository, at ``vcs_ref`` or its latest tag)
+    or the packaged template's cache repository, so `campaign update` can follow it."""
     if engine not in RENDERERS:
         raise UsageError(message=f"unknown engine {engine!r}", hint="use copier or cookiecutter")
     require_engine(engine)
+    if engine != "copier" and (template is not None or vcs_ref is not None):
+        raise UsageError(
+            message="--template and --vcs-ref are for the copier engine",
+            hint="drop --engine cookiecutter, or the --template/--vcs-ref options",
+        )
     _check(answers, directory=directory)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(
@@ -182,7 +223,10 @@ def generate(
     if directory.is_dir():
         directory.rmdir()  # cookiecutter refuses an existing output directory
     try:
-        RENDERERS[engine](template_root(), directory, answers)
+        if engine == "copier":
+            _render_copier_versioned(template, vcs_ref, directory, answers)
+        else:
+            RENDERERS[engine](template_root(), directory, answers)
     except CampaignError:
         raise
     except Exception as exc:  # an engine's own failure: report it, do not leave half a campaign

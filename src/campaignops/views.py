@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import blocks, frontmatter, layout, schema, yamldoc
+from campaignops import blocks, catalogs, frontmatter, layout, schema, yamldoc
 from campaignops import ledger as ledger_mod
 from campaignops import policy as policy_mod
 from campaignops.atomic import write_atomic
@@ -23,6 +23,7 @@ from campaignops.files import FileReader
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
+LOCAL_FAILURES_FILE = "failures.local.yaml"
 BACKENDS_DIR = "backends"
 MARKER_HINT = (
     "view blocks are '<!-- campaign:begin NAME -->' ... '<!-- campaign:end NAME -->', "
@@ -98,7 +99,12 @@ class Sources:
         return front_matter(self._text(rel), path=rel)
 
     def failures(self) -> Any:
-        return self._yaml(FAILURES_FILE)
+        """The merged catalog: failures.yaml with failures.local.yaml over it by id."""
+        if not catalogs.files(self.reader):
+            self._text(FAILURES_FILE)  # none at all: say which file to restore
+        return dict(
+            catalogs.read(self.reader, hint="fix the syntax, then run campaign render").data
+        )
 
     def ledger(self) -> ledger_mod.Ledger:
         # Not through the FileReader: the ledger is the runner's own append-only file, with no
@@ -352,7 +358,9 @@ class View:
 VIEWS: Mapping[str, View] = MappingProxyType(
     {
         "backends": View(render_backends, f"{layout.POLICY_FILE} and backend pages", "AGENTS.md"),
-        "failures": View(render_failures, FAILURES_FILE, "FAILURES.md"),
+        "failures": View(
+            render_failures, f"{FAILURES_FILE} and {LOCAL_FAILURES_FILE}", "FAILURES.md"
+        ),
         "stages": View(render_stages, layout.LEDGER_FILE, "STATUS.md"),
         "jobs": View(render_jobs, layout.LEDGER_FILE, "STATUS.md"),
         "budget": View(

@@ -15,14 +15,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from campaignops import atomic, layout
-from campaignops.checks import eolfix
+from campaignops.checks import eolfix, leftovers
 from campaignops.checks.context import CheckContext
 from campaignops.checks.eolfix import Refusal
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.errors import InputError
 
 FAMILY = "EOL"
-SUMMARY = "line endings: CR/CRLF in LF-only files, BOMs, .gitattributes rules"
+SUMMARY = (
+    "line endings: CR/CRLF in LF-only files, BOMs, .gitattributes rules; merge leftovers: "
+    "conflict markers, .rej files"
+)
 CODES = code_table(
     Code(
         id="EOL001",
@@ -46,6 +49,7 @@ CODES = code_table(
         hint="edit it by hand: most YAML parsers read a raw CR in a quoted string as a line "
         "break (folded to a space); write \\r inside double quotes if the CR is meant",
     ),
+    *leftovers.CODES,
 )
 # With --fix the finding is still reported (so the hook fails and the change gets reviewed),
 # with one of these hints in place of the instructions.
@@ -327,10 +331,16 @@ def checked_files(ctx: CheckContext) -> tuple[str, ...]:
     return tuple(dict.fromkeys(rel for kind in CHECKED_KINDS for rel in ctx.of(kind)))
 
 
+def _text_files(ctx: CheckContext) -> tuple[str, ...]:
+    """Every file of a kind (Markdown, YAML, scripts, …): where a merge leaves its markers."""
+    return tuple(dict.fromkeys(rel for rels in ctx.files.values() for rel in rels))
+
+
 def check(ctx: CheckContext) -> Iterator[Finding]:
     tracked = eolfix.tracked(ctx.root) if ctx.fix else None
     for rel in checked_files(ctx):
         yield from _check_file(ctx, rel, tracked)
+    yield from leftovers.check(ctx, _text_files(ctx))
     # The rules are a property of the campaign, not of a file: only inside one.
     if ctx.policy.found:
         yield from _check_gitattributes(ctx, tracked)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
-from campaignops import frontmatter, layout, schema, yamldoc
+from campaignops import catalogs, frontmatter, layout, schema, yamldoc
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.diagnosis import patterns
@@ -55,6 +55,29 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             yield CODES["POLICY005"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
             continue
         yield from _failures(rel, data, Locator(ctx.reader.read_text(rel) or ""))
+    if ctx.of(layout.FAILURES):
+        yield from _disables(ctx)
+
+
+def _disables(ctx: CheckContext) -> Iterator[Finding]:
+    """A ``disable`` id that no earlier catalog file defines (catalogs: the merge order)."""
+    docs = []
+    for rel in catalogs.ordered(ctx.all_of(layout.FAILURES)):
+        parsed = ctx.reader.read_yaml(rel)
+        if parsed is None or parsed[1] is not None:
+            return  # POLICY005 or an input problem says why; no roster without it
+        docs.append((rel, parsed[0]))
+    wanted = set(ctx.of(layout.FAILURES))
+    for rel, i, entry_id in catalogs.unknown_disables(docs):
+        if rel in wanted:
+            line, col = Locator(ctx.reader.read_text(rel) or "").at(("disable", i))
+            yield CODES["POLICY004"].at(
+                rel,
+                line,
+                col,
+                problem=f"disable {entry_id!r}: no earlier catalog file has this id "
+                "(failures.local.yaml can disable ids of failures.yaml)",
+            )
 
 
 def _policy(ctx: CheckContext) -> Iterator[Finding]:

@@ -35,7 +35,13 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return reply or default
 
     answers = scaffold.resolve_answers(directory=directory, given=given, ask=ask)
-    made = scaffold.generate(directory=directory, answers=answers, engine=args.engine)
+    made = scaffold.generate(
+        directory=directory,
+        answers=answers,
+        engine=args.engine,
+        template=args.template,
+        vcs_ref=args.vcs_ref,
+    )
     shown = os.path.relpath(made.path, Path.cwd())
     if shown.startswith(".."):
         shown = str(made.path)
@@ -120,5 +126,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "or commit (default REF: v<this version>); recorded as campaignops @ git+URL@REF. "
         "Default: $CAMPAIGNOPS_SOURCE, else this installation's git commit when it was "
         "installed from a repository, else campaignops==<this version> from the package index",
+    )
+    new.add_argument(
+        "--template",
+        metavar="SRC",
+        help="copier only: a git URL or repository of the template to record and update from "
+        "(default: this package's template, committed and tagged in a per-user cache, "
+        "$CAMPAIGNOPS_TEMPLATE_CACHE or ~/.cache/campaignops/template)",
+    )
+    new.add_argument(
+        "--vcs-ref",
+        metavar="REF",
+        help="copier only: the tag or commit of --template to use (default: its latest tag)",
     )
     new.set_defaults(handler=_new)

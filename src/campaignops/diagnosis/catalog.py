@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import yamldoc
+from campaignops import catalogs, yamldoc
 from campaignops.diagnosis import patterns
 from campaignops.errors import CampaignError, InputError
 
@@ -134,10 +134,13 @@ def _union(entries: Sequence[Entry]) -> re.Pattern[str] | None:
 
 
 def load(root: Path) -> Catalog:
-    """The campaign's catalog; a campaign without failures.yaml has an empty one."""
-    if not (root / FAILURES_FILE).exists():
-        return Catalog()
-    return load_file(root / FAILURES_FILE, shown=FAILURES_FILE)
+    """The campaign's catalog: failures.yaml with failures.local.yaml merged over it by id
+    (campaignops.catalogs); a campaign without either has an empty one. A file that cannot be
+    read or parsed raises InputError naming it."""
+    merged = catalogs.load(
+        root, hint="fix it (campaign check --select POLICY says where), then run diagnose again"
+    )
+    return from_data(merged.data)
 
 
 def load_file(path: Path, *, shown: str) -> Catalog:

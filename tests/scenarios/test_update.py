@@ -1,0 +1,258 @@
+"""Updates that carry knowledge: a campaign made at an older template version is brought to a
+newer one with `campaign update` (real copier, real git, through the CLI).
+
+The template is a temporary copy of this repository's template (copier.yml and template/) in a
+git repository, tagged v1.0.0; the next version adds a catalog entry and corrects a backend
+fact, tagged v1.1.0. The user's own catalog entry, policy edit and page note must survive.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from campaignops import scaffold, template_source
+from tests.conftest import Result, git
+
+LAYER = "template/{{cookiecutter.campaign_slug}}"
+LOCAL_PAGE = "backends/{% if 'local' in cookiecutter.backends.split(',') %}local.md{% endif %}"
+OLD_FACT = "no controlling terminal; closing the terminal that submitted it"
+NEW_FACT = "no controlling terminal (it has none to lose); closing the terminal that submitted it"
+UPSTREAM_ENTRY = """\
+  - id: frobnicator-exploded
+    category: other
+    title: The frobnicator explodes
+    matchers:
+      - 'FROBNICATOR EXPLODED in stage \\d+'
+    samples:
+      - "FROBNICATOR EXPLODED in stage 3"
+    symptom: The run stops with FROBNICATOR EXPLODED.
+    cause: The frobnicator's buffer overflows.
+    fix: Give the frobnicator a larger buffer.
+    source: https://example.org/frobnicator/issues/1
+    verified: 2026-11
+"""
+OWN_ENTRY = """\
+  - id: our-solver-diverged
+    category: numerical-instability
+    title: Our solver diverges
+    matchers:
+      - 'SOLVER DIVERGED at step \\d+'
+    samples:
+      - "SOLVER DIVERGED at step 42"
+    symptom: The run stops with SOLVER DIVERGED.
+    cause: The time step is too large for the stiff region.
+    fix: Halve dt in configs/.
+    source: lab notebook, run 17
+    verified: 2026-11
+"""
+OWN_NOTE = "Our workstation has 64 GB of RAM; keep smokes under 8 GB."
+
+
+def template_copy(dest: Path) -> Path:
+    """copier.yml and template/ of this checkout, as copier reads them from a package."""
+    dest.mkdir(parents=True)
+    shutil.copy2(scaffold.template_root() / "copier.yml", dest / "copier.yml")
+    shutil.copytree(
+        scaffold.template_root() / "template",
+        dest / "template",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    return dest
+
+
+def upstream_correction(tpl: Path) -> None:
+    """The next template version: a new catalog entry and a corrected backend fact."""
+    catalog = tpl / LAYER / "failures.yaml"
+    text = catalog.read_text(encoding="utf-8")
+    catalog.write_text(text.replace("failures:\n", "failures:\n" + UPSTREAM_ENTRY, 1), "utf-8")
+    page = tpl / LAYER / LOCAL_PAGE
+    text = page.read_text(encoding="utf-8")
+    assert OLD_FACT in text  # the fact this test corrects is still in the template
+    page.write_text(text.replace(OLD_FACT, NEW_FACT), encoding="utf-8")
+
+
+def user_edits(root: Path) -> None:
+    """What a campaign owner does between updates: an own entry, a policy edit, a page note."""
+    local = root / "failures.local.yaml"
+    local.write_text(
+        local.read_text(encoding="utf-8").replace("failures: []\n", "failures:\n" + OWN_ENTRY),
+        encoding="utf-8",
+    )
+    policy = root / "campaign.yaml"
+    text = policy.read_text(encoding="utf-8")
+    assert "max_parallel: 8 " in text
+    policy.write_text(text.replace("max_parallel: 8 ", "max_parallel: 3 "), encoding="utf-8")
+    page = root / "backends/local.md"
+    text = page.read_text(encoding="utf-8")
+    page.write_text(
+        text.replace("\n# Local (this machine)\n", f"\n# Local (this machine)\n\n{OWN_NOTE}\n"),
+        "utf-8",
+    )
+
+
+def diagnosed(run, root: Path, line: str) -> str | None:  # type: ignore[no-untyped-def]
+    log = root.parent / "task.log"
+    log.write_text(f"starting\n{line}\n", encoding="utf-8")
+    got: Result = run("diagnose", "--log", str(log), "--state", "FAILED", "--format", "json")
+    assert got.code in (0, 1), got.err
+    entry = json.loads(got.out).get("entry")
+    return entry.get("id") if isinstance(entry, dict) else entry
+
+
+@pytest.fixture
+def versions(tmp_path: Path) -> Path:
+    tpl = template_copy(tmp_path / "tpl")
+    git(tpl, "init", "-q")
+    git(tpl, "add", "-A")
+    git(tpl, "commit", "-q", "-m", "template 1.0.0")
+    git(tpl, "tag", "v1.0.0")
+    return tpl
+
+
+def tag_next(tpl: Path) -> None:
+    upstream_correction(tpl)
+    git(tpl, "commit", "-q", "-am", "template 1.1.0: a new entry, a corrected fact")
+    git(tpl, "tag", "v1.1.0")
+
+
+@pytest.fixture
+def old_campaign(versions: Path, tmp_path: Path, run, monkeypatch) -> Path:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    made = run("new", "camp", "--defaults", "--template", str(versions), "--vcs-ref", "v1.0.0")
+    assert made.code == 0, made.err
+    root = tmp_path / "camp"
+    monkeypatch.chdir(root)
+    user_edits(root)
+    assert run("render").code == 0
+    assert run("check").code == 0
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "our entry, our policy, our note")
+    return root
+
+
+def test_update_brings_upstream_knowledge_and_keeps_the_campaigns_own(
+    old_campaign: Path, versions: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    root = old_campaign
+    head = git(root, "rev-parse", "HEAD")
+    assert diagnosed(run, root, "FROBNICATOR EXPLODED in stage 3") is None
+    tag_next(versions)
+
+    got = run("update")
+
+    assert got.code == 0, got.out + got.err
+    assert "from v1.0.0 to v1.1.0" in got.out
+    changed = {line.split()[-1] for line in got.out.splitlines() if line.startswith("   M ")}
+    assert changed == {".copier-answers.yml", "FAILURES.md", "backends/local.md", "failures.yaml"}
+    assert git(root, "rev-parse", "HEAD") == head  # never commits
+    # Upstream knowledge arrived: the entry (in the catalog, the view, the diagnosis) and the fact.
+    assert "id: frobnicator-exploded" in (root / "failures.yaml").read_text(encoding="utf-8")
+    assert "| frobnicator-exploded |" in (root / "FAILURES.md").read_text(encoding="utf-8")
+    assert diagnosed(run, root, "FROBNICATOR EXPLODED in stage 3") == "frobnicator-exploded"
+    page = (root / "backends/local.md").read_text(encoding="utf-8")
+    assert NEW_FACT in page and OLD_FACT not in page
+    # The campaign's own survived: its entry, its policy edit, its note on the page.
+    assert OWN_ENTRY in (root / "failures.local.yaml").read_text(encoding="utf-8")
+    assert "| our-solver-diverged |" in (root / "FAILURES.md").read_text(encoding="utf-8")
+    assert diagnosed(run, root, "SOLVER DIVERGED at step 7") == "our-solver-diverged"
+    assert "max_parallel: 3 " in (root / "campaign.yaml").read_text(encoding="utf-8")
+    assert OWN_NOTE in page
+    assert "_commit: v1.1.0" in (root / ".copier-answers.yml").read_text(encoding="utf-8")
+    assert run("check").code == 0
+
+
+def test_dry_run_reports_and_changes_nothing(old_campaign: Path, versions: Path, run) -> None:  # type: ignore[no-untyped-def]
+    tag_next(versions)
+    pinned = run("update", "--dry-run", "--to", "1.0.0")
+    assert pinned.code == 0 and pinned.out.startswith("Already at template v1.0.0")
+    got = run("update", "--dry-run")
+    assert got.code == 0, got.err
+    assert "Would update the template from v1.0.0 to v1.1.0" in got.out
+    assert "   M failures.yaml" in got.out
+    assert git(old_campaign, "status", "--porcelain") == ""
+    assert "frobnicator" not in (old_campaign / "failures.yaml").read_text(encoding="utf-8")
+
+
+def test_both_sides_changing_a_fact_leave_markers_named_by_update_and_check(
+    old_campaign: Path, versions: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    root = old_campaign
+    page = root / "backends/local.md"
+    page.write_text(
+        page.read_text(encoding="utf-8").replace(OLD_FACT, OLD_FACT.replace("no", "never a", 1)),
+        encoding="utf-8",
+    )
+    git(root, "commit", "-q", "-am", "our wording of the fact")
+    tag_next(versions)
+
+    got = run("update")
+
+    assert got.code == 1
+    text = page.read_text(encoding="utf-8")
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if ln.startswith("<<<<<<<")))
+    assert f"backends/local.md:{line + 1}: conflict" in got.out
+    checked = run("check", "--select", "EOL", "--format", "json")
+    assert checked.code == 1
+    found = [(f["path"], f["line"], f["id"]) for f in json.loads(checked.out)["findings"]]
+    assert found == [("backends/local.md", line + 1, "EOL005")]
+
+
+def test_uncommitted_changes_are_refused(old_campaign: Path, versions: Path, run) -> None:  # type: ignore[no-untyped-def]
+    tag_next(versions)
+    (old_campaign / "notes.txt").write_text("draft\n", encoding="utf-8")
+    got = run("update")
+    assert got.code == 2
+    assert "uncommitted changes (notes.txt)" in got.err
+    assert "frobnicator" not in (old_campaign / "failures.yaml").read_text(encoding="utf-8")
+
+
+def test_a_cookiecutter_campaign_is_refused_with_the_way_out(
+    tmp_path: Path, run, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "cc", "--defaults", "--engine", "cookiecutter").code == 0
+    monkeypatch.chdir(tmp_path / "cc")
+    got = run("update")
+    assert got.code == 2
+    assert "has no .copier-answers.yml: it was not generated with copier" in got.err
+    assert "campaign new DIR --engine copier" in got.err
+
+
+def test_a_campaign_new_campaign_follows_the_installed_package(
+    tmp_path: Path, run, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """`campaign new` records the cache repository; a newer campaignops (another template and
+    version) adds its tag there, and `campaign update` takes the campaign to it."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(template_source.CACHE_ENV, str(cache))
+    old = template_copy(tmp_path / "pkg-0.1.0")
+    monkeypatch.setattr(scaffold, "template_root", lambda: old)
+    monkeypatch.setattr("campaignops.__version__", "0.1.0")
+    monkeypatch.chdir(tmp_path)
+    assert run("new", "camp", "--defaults").code == 0
+    root = tmp_path / "camp"
+    answers = (root / ".copier-answers.yml").read_text(encoding="utf-8")
+    assert f"_commit: v0.1.0\n_src_path: {cache}\n" in answers
+    monkeypatch.chdir(root)
+    user_edits(root)
+    assert run("render").code == 0
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "ours")
+
+    new = template_copy(tmp_path / "pkg-0.2.0")
+    upstream_correction(new)
+    monkeypatch.setattr(scaffold, "template_root", lambda: new)
+    monkeypatch.setattr("campaignops.__version__", "0.2.0")
+    got = run("update")
+
+    assert got.code == 0, got.out + got.err
+    assert "from v0.1.0 to v0.2.0" in got.out
+    assert template_source.tags(cache) == ("v0.1.0", "v0.2.0")
+    assert "| frobnicator-exploded |" in (root / "FAILURES.md").read_text(encoding="utf-8")
+    assert "| our-solver-diverged |" in (root / "FAILURES.md").read_text(encoding="utf-8")
+    assert NEW_FACT in (root / "backends/local.md").read_text(encoding="utf-8")
+    assert run("check").code == 0
