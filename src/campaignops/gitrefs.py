@@ -33,6 +33,25 @@ def _commit(repo, ref: str):  # type: ignore[no-untyped-def]
         ) from None
 
 
+def unborn_head(root: Path) -> bool:
+    """True when ``root`` is in a git repository with no commit yet (HEAD names no commit)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            timeout=30,
+        )
+        inside = subprocess.run(
+            ["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return inside.returncode == 0 and done.returncode != 0
+
+
 def show(root: Path, *, ref: str, rel: str) -> bytes | None:
     """Contents of ``rel`` (relative to the campaign root) at ``ref``; None if absent there."""
     repo = _repo(root)

@@ -300,3 +300,14 @@ def test_base_that_does_not_resolve_is_a_usage_error(repo: Path, run: Run) -> No
     result = stale(run, "--base", "no-such-ref")
     assert result.code == 2
     assert "--base no-such-ref: cannot resolve base" in result.err
+
+
+def test_base_head_before_the_first_commit_is_a_full_check(campaign: Path, run: Run) -> None:
+    """copier copy, git init, pre-commit install, git commit: the hook's `--base HEAD` has no
+    HEAD yet; everything is new, so everything is checked (never exit 2)."""
+    git(campaign, "init", "-q")
+    git(campaign, "add", "-A")
+    first = stale(run, *LATER, "--base", "HEAD")
+    assert first.code == 1, first.err
+    assert {p for p, _, _ in first.where()} == {p for p, _, _ in stale(run, *LATER).where()}
+    assert stale(run, "--base", "main").code == 2  # any other ref still has to resolve

@@ -146,6 +146,13 @@ def build(
             kinds.add(layout.SCRIPT)
         for kind in kinds:
             files.setdefault(kind, []).append(rel)
+    if base == "HEAD":
+        from campaignops import gitrefs
+
+        # The first commit of a repository (copier copy, git init, pre-commit install, commit):
+        # there is no HEAD to compare with, and everything is new, so this is a full check.
+        if gitrefs.unborn_head(root):
+            base = None
     return CheckContext(
         root=root,
         policy=policy,
