@@ -16,6 +16,7 @@ has (the executors and tasks the tests started, by pid), then ``userdel -r``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
@@ -232,10 +233,8 @@ def remove_box(box: Box) -> None:
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.2)
     subprocess.run(["userdel", "-r", box.user], capture_output=True)
 

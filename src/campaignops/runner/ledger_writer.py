@@ -116,10 +116,12 @@ def result_record(
     error: str | None = None,
     outcome: str | None = None,
     reason: str | None = None,
+    placement: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Written after the scheduler call: the job id (state PENDING), the error that refused
     the submission (no job id, no state), or ``outcome="unknown"`` with the reason when the
-    call timed out or its answer could not be read (the job may be queued)."""
+    call timed out or its answer could not be read (the job may be queued). ``placement``:
+    where an ssh job runs (instance, commit, remote directory, executor pid per instance)."""
     return _record(
         "result",
         ledger_id,
@@ -130,6 +132,7 @@ def result_record(
         error=error,
         outcome=outcome,
         reason=reason,
+        placement=placement,
     )
 
 

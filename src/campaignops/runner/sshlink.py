@@ -58,10 +58,21 @@ class Answer:
     attempts: int
 
 
-def control_dir() -> Path:
-    """Where the shared connections' sockets live: private to this user, short."""
-    path = Path(tempfile.gettempdir()) / f"campaignops-ssh-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
+# ssh adds "/<40 hex of %C>.<16 random>" while it binds: the whole must fit sun_path (108).
+CONTROL_DIR_MAX = 108 - 1 - 40 - 17
+
+
+def control_dir() -> Path | None:
+    """Where the shared connections' sockets live: private to this user and short; None (no
+    shared connection) when no such directory can be had."""
+    base = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
+    path = base / f"campaignops-ssh-{os.getuid()}"
+    if len(str(path)) > CONTROL_DIR_MAX:
+        return None
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
     return path
 
 
@@ -71,9 +82,9 @@ def ssh_argv(box: Instance, command: str, *, control: Path | None = None) -> lis
     if box.port is not None:
         argv += ["-p", str(box.port)]
     if box.identity is not None:
-        argv += ["-i", os.path.expanduser(box.identity), "-o", "IdentitiesOnly=yes"]
+        argv += ["-i", str(Path(box.identity).expanduser()), "-o", "IdentitiesOnly=yes"]
     if box.known_hosts is not None:
-        argv += ["-o", f"UserKnownHostsFile={os.path.expanduser(box.known_hosts)}"]
+        argv += ["-o", f"UserKnownHostsFile={Path(box.known_hosts).expanduser()}"]
     argv += [
         "-o", "BatchMode=yes",
         "-o", "StrictHostKeyChecking=yes",
@@ -106,7 +117,8 @@ def call(
     control: Path | None = None,
     run: Run = subprocess.run,
 ) -> Answer:
-    """Run ``command`` on the box; retry ssh's own failures (exit 255), then raise Unreachable."""
+    """Run ``command`` on the box; retry ssh's own failures (exit 255), then raise Unreachable.
+    ``control``: the directory of the shared connection's socket (default: control_dir())."""
     control = control if control is not None else control_dir()
     argv = ssh_argv(box, command, control=control)
     last = ""
@@ -215,5 +227,5 @@ def place_and_start_command(box: Instance, executor: str, job_id: str) -> str:
         f"mkdir -p {state}/jobs && cd {state} && "
         f"tar -x --skip-old-files -f - && "
         f"{{ [ -d jobs/{job_id} ] || mv -T {tmp} jobs/{job_id}; }} && rm -rf {tmp} && "
-        f"exec python3 {executor} start jobs/{job_id}"
+        f"exec python3 {executor} start {state}/jobs/{job_id}"
     )
