@@ -142,8 +142,36 @@ class Box:
                 raise BoxError(f"sshd for {self.name} did not come up: {log}")
             time.sleep(0.05)
 
+    def sessions(self) -> list[int]:
+        """The pids of this sshd's connections (its descendants): what a dropped link ends."""
+        if self.proc is None:
+            return []
+        parents: dict[int, int] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        found, frontier = [], [self.proc.pid]
+        while frontier:
+            children = [pid for pid, ppid in parents.items() if ppid in frontier]
+            found += children
+            frontier = children
+        return found
+
+    def drop(self) -> None:
+        """Cut every open connection to the box (SIGKILL its sshd session processes): what a
+        flaky link does. Detached work on the box goes on."""
+        for pid in self.sessions():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def stop(self) -> None:
-        """Stop this box's sshd (by its pid): the box becomes unreachable, its work goes on."""
+        """Stop this box's sshd (by its pid) and cut its open connections: the box becomes
+        unreachable, its work goes on."""
+        self.drop()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)

@@ -73,12 +73,19 @@ def deal(size: int, instances: Sequence[Instance]) -> dict[str, list[int]]:
 
 
 def job_document(
-    d: local.Directives, job_id: str, indices: Sequence[int], box: Instance, after: Sequence[str]
+    d: local.Directives,
+    job_id: str,
+    indices: Sequence[int],
+    box: Instance,
+    after: Sequence[str],
+    deploy: str,
 ) -> dict[str, Any]:
-    """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes")."""
+    """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
+    ``workdir``: the deploy directory, where tasks start and logs go."""
     warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
     return {
         "job_id": job_id,
+        "workdir": deploy,
         "name": d.name,
         "comment": d.comment,
         "indices": list(indices),
@@ -139,7 +146,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     placed: list[dict[str, Any]] = []
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
-        doc = job_document(d, job_id, shares[box.name], box, after)
+        doc = job_document(d, job_id, shares[box.name], box, after, deploy)
         files: Mapping[str, bytes] = {
             executor: source,
             f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),
@@ -162,6 +169,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
         )
     record = {
         "job_id": job_id,
+        "workdir": deploy,
         "name": d.name,
         "comment": d.comment,
         "submitted": now(),
