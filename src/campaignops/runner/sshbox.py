@@ -36,6 +36,7 @@ from typing import Any
 from campaignops.errors import CampaignError
 from campaignops.runner import local, scheduler
 from campaignops.runner.spec import FINISHED, STATES, JobSpec, JobState, live
+from campaignops.runner.sshinstances import of_page
 
 NAME = "ssh"
 SUBMIT = "campaignops.runner.sshsubmit"
@@ -187,6 +188,11 @@ class SshBackend:
         return [sys.executable, "-m", module, command, *where, *args]
 
     def render(self, spec: JobSpec) -> str:
+        # The page's instances are read here, in the preflight: a page that cannot be run
+        # (no instances, RunPod's basic proxy) is refused before anything is recorded.
+        from campaignops.runner import backends  # backends imports this module
+
+        of_page(self.root, self.name, backends.page(self.root, self.name))
         return render(spec)
 
     def submit_argv(self, script_path: str) -> list[str]:
