@@ -25,10 +25,12 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from campaignops.errors import UsageError
+from campaignops.ledger import Job, parse_time
+from campaignops.queuefile import Cell
 
 Assignment = tuple[tuple[int, ...], ...]
 # Few cells are where the heuristics fall furthest short and where a search is cheap: up to
@@ -258,3 +260,124 @@ def split(costs: Sequence[float], k: int) -> Split:
             loads = loads_of(costs, found)
             best = Split(found, loads, max(loads), best.bound, "exact")
     return best
+
+
+# -- costs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Costs:
+    """One cost per cell (in the cells' order), the unit, and how the unknown ones were made."""
+
+    values: tuple[float, ...]
+    unit: str  # "epochs", "cells" (every cell the same: a split by count) or "seconds"
+    estimated: tuple[str, ...] = ()  # cells whose cost is an estimate (names)
+    note: str = ""
+
+
+def _shown_lines(cells: Sequence[Cell]) -> str:
+    shown = ", ".join(str(c.line) for c in cells[:5])
+    return shown + (f" and {len(cells) - 5} more" if len(cells) > 5 else "")
+
+
+def epoch_costs(cells: Sequence[Cell], default: int | None) -> Costs:
+    """Each cell's epochs field; a line without one costs ``default``. The wrapper passes no
+    epochs then and the work runs its own default, which only the user knows: a queue that
+    mixes both needs ``default``; a queue where no line gives epochs is split by count."""
+    missing = [c for c in cells if c.epochs is None]
+    if not missing:
+        return Costs(tuple(float(c.epochs or 0) for c in cells), "epochs")
+    if default is not None:
+        values = tuple(float(c.epochs if c.epochs is not None else default) for c in cells)
+        note = f"{len(missing)} line(s) without epochs counted as --default-epochs {default}"
+        return Costs(values, "epochs", tuple(c.name for c in missing), note)
+    if len(missing) == len(cells):
+        note = "no line gives epochs: every cell costs the same (a split by count)"
+        return Costs((1.0,) * len(cells), "cells", note=note)
+    raise UsageError(
+        message=f"line(s) {_shown_lines(missing)} give no epochs, others do: a cell without "
+        "epochs runs the work's own default, which campaign split cannot see",
+        hint="pass --default-epochs N, the epochs your work runs when the line gives none "
+        "(the template's scripts/smoke_task.py runs 3)",
+    )
+
+
+def elapsed_by_cell(jobs: Iterable[Job]) -> dict[str, float]:
+    """Each target's run time in seconds in its latest successful task outside smoke (a smoke
+    runs fewer epochs, so its time says little of the cell's), by the ledger's fold per task."""
+    latest: dict[str, float] = {}
+    for job in sorted(jobs, key=Job.sort_key):
+        if job.stage == "smoke":
+            continue
+        for target in dict.fromkeys(job.targets):
+            task = job.task(target)
+            if task is None or not task.succeeded:
+                continue
+            seconds = task.run_time_s
+            began, ended = parse_time(task.started), parse_time(task.ended)
+            if seconds is None and began is not None and ended is not None and ended >= began:
+                seconds = (ended - began).total_seconds()
+            if seconds is not None:
+                latest[target] = seconds
+    return latest
+
+
+def history_costs(
+    cells: Sequence[Cell], elapsed: Mapping[str, float], default: int | None
+) -> Costs:
+    """Each cell's last run time (by its name, from :func:`elapsed_by_cell`). A cell never run
+    is estimated: its epochs times the known cells' seconds per epoch when every cell's epochs
+    are known (the line's, else ``default``), else the known cells' mean."""
+    known = [(c, elapsed[c.name]) for c in cells if c.name in elapsed]
+    if not known:
+        raise UsageError(
+            message=f"none of the {len(cells)} cell(s) has a finished run outside smoke in the "
+            "ledger, so there is no history to split by",
+            hint="split by --cost epochs, or run campaign status --refresh after a run",
+        )
+    unknown = [c for c in cells if c.name not in elapsed]
+    if not unknown:
+        return Costs(tuple(elapsed[c.name] for c in cells), "seconds")
+    epochs = {c.name: c.epochs if c.epochs is not None else default for c in cells}
+    if all(e is not None for e in epochs.values()):
+        rate = math.fsum(s for _, s in known) / sum(epochs[c.name] or 0 for c, _ in known)
+
+        def guess(cell: Cell) -> float:
+            return (epochs[cell.name] or 0) * rate
+
+        how = f"estimated from their epochs at {rate:.1f} s per epoch (the run cells' rate)"
+    else:
+        mean = math.fsum(s for _, s in known) / len(known)
+
+        def guess(cell: Cell) -> float:
+            return mean
+
+        how = f"given the mean of the run cells, {mean:.1f} s"
+    values = tuple(elapsed[c.name] if c.name in elapsed else guess(c) for c in cells)
+    note = f"{len(unknown)} cell(s) without a finished run in the ledger: {how}"
+    return Costs(values, "seconds", tuple(c.name for c in unknown), note)
+
+
+# -- queue files ------------------------------------------------------------------------------
+
+
+def part_name(stem: str, part: int, k: int) -> str:
+    """The file name of part ``part`` (1-based) of ``k``: ``<stem>.part<i>of<K>.txt``."""
+    return f"{stem}.part{part}of{k}.txt"
+
+
+def cell_line(cell: Cell) -> str:
+    """The cell as a queue line, fields separated by one space."""
+    return " ".join((cell.cfg, cell.task, *(() if cell.epochs is None else (str(cell.epochs),))))
+
+
+def part_text(*, source: str, part: int, k: int, cost: str, lines: Sequence[str]) -> str:
+    """A part's file: a header saying where it came from (``cost``: the options that chose the
+    costs, e.g. ``epochs --default-epochs 3``), then its lines. No figures in the header: the
+    same split made again (the ledger grown by a second) gives the same bytes."""
+    head = [
+        f"# Part {part} of {k} of {source}, made by `campaign split -n {k} --cost {cost}`.",
+        "# One cell per line, `<cfg_path> <task> [epochs]`; while a queue runs, only append",
+        "# lines or comment one out in place (QUEUE004).",
+    ]
+    return "\n".join([*head, *lines]) + "\n"
