@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from campaignops import __version__, safetext
-from campaignops.cli import audit, diagnose, files, jobs, lessons, new, split
+from campaignops.cli import audit, boxes, diagnose, files, jobs, lessons, new, split
 from campaignops.errors import CampaignError
 
 Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"campaignops {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (files, new, jobs, diagnose, lessons, audit, split):
+    for module in (files, new, jobs, boxes, diagnose, lessons, audit, split):
         module.register(sub)
     return parser
 

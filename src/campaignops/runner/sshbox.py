@@ -37,6 +37,7 @@ from campaignops.errors import CampaignError
 from campaignops.runner import local, scheduler
 from campaignops.runner.spec import FINISHED, STATES, JobSpec, JobState, live
 from campaignops.runner.sshinstances import of_page
+from campaignops.taskfiles import ENV_REF
 
 NAME = "ssh"
 SUBMIT = "campaignops.runner.sshsubmit"
@@ -44,6 +45,9 @@ QUERY = "campaignops.runner.sshquery"
 # The script's work directory until sshsubmit writes each instance's copy (shlex leaves it bare).
 DEPLOY_MARK = "@CAMPAIGN_DEPLOY_DIR@"
 AFTER = "#SSHBOX --after="
+OUTPUT = (
+    "#SSHBOX --output="  # <index>=<path relative to the deploy dir>: what campaign pull fetches
+)
 STATE_DIR = ".campaign/ssh"  # this checkout's ids and placements, per backend; gitignored
 JOB_ID = re.compile(r"ssh-([0-9]+)-[0-9a-f]{6}")
 # ssh's own failures are retried inside the helpers (exit 255, bounded), never here: a retried
@@ -71,7 +75,31 @@ def render(spec: JobSpec) -> str:
     ]
     if spec.after:
         lines.insert(2, AFTER + ",".join(spec.after))
+    for index, path in reversed(list(expanded_outputs(spec).items())):
+        lines.insert(2, f"{OUTPUT}{index}={path}")
     return "\n".join([head, *lines])
+
+
+def expanded_outputs(spec: JobSpec) -> dict[int, str]:
+    """Each task's declared output with the job's ``${NAME}`` environment filled in (the box's
+    executor lists these files for campaign pull); a reference the job does not set stays as
+    written, so the file is reported missing rather than guessed."""
+    found: dict[int, str] = {}
+    for index, output in enumerate(spec.outputs):
+        if output is not None:
+            found[index] = ENV_REF.sub(lambda m: spec.env.get(m[1], m[0]), output)
+    return found
+
+
+def outputs_of(script: str) -> dict[str, list[str]]:
+    """The ``#SSHBOX --output`` lines of a rendered script, as job.json's ``outputs``."""
+    found: dict[str, list[str]] = {}
+    for line in script.splitlines():
+        if line.startswith(OUTPUT):
+            index, _, path = line[len(OUTPUT) :].partition("=")
+            if index.isdigit() and path:
+                found.setdefault(index, []).append(path)
+    return found
 
 
 def after_of(script: str) -> tuple[str, ...]:

@@ -32,7 +32,14 @@ from typing import Any
 from campaignops.atomic import write_atomic
 from campaignops.errors import CampaignError
 from campaignops.runner import backends, local, sshlink
-from campaignops.runner.sshbox import DEPLOY_MARK, JOB_ID, STATE_DIR, SshBackendError, after_of
+from campaignops.runner.sshbox import (
+    DEPLOY_MARK,
+    JOB_ID,
+    STATE_DIR,
+    SshBackendError,
+    after_of,
+    outputs_of,
+)
 from campaignops.runner.sshinstances import Instance, of_page
 
 GPU_FREE_THRESHOLD_MIB = 500
@@ -79,9 +86,11 @@ def job_document(
     box: Instance,
     after: Sequence[str],
     deploy: str,
+    outputs: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
     ``workdir``: the deploy directory, where tasks start and logs go."""
+    outputs = {k: v for k, v in (outputs or {}).items() if int(k) in indices}
     warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
     return {
         "job_id": job_id,
@@ -98,6 +107,7 @@ def job_document(
         "gpu_free_threshold_mib": GPU_FREE_THRESHOLD_MIB,
         "oom_retry": None,
         "conda": None,
+        "outputs": outputs,
         "log_dir": d.log_dir,
         "log_name": f"{d.name}-{job_id}_{{index}}.out",
         "submitted": now(),
@@ -146,7 +156,9 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     placed: list[dict[str, Any]] = []
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
-        doc = job_document(d, job_id, shares[box.name], box, after, deploy)
+        doc = job_document(
+            d, job_id, shares[box.name], box, after, deploy, outputs=outputs_of(script)
+        )
         files: Mapping[str, bytes] = {
             executor: source,
             f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),
