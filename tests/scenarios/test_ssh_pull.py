@@ -84,6 +84,15 @@ def test_pull_verifies_then_release_runs_the_command(  # type: ignore[no-untyped
     assert last["release_instance"] == "box2" and last["release_ran"] is True
     assert last["release_exit"] == 0 and last["tasks"]["1"]["released"]
 
+    status = run("status")
+    assert status.code == 0, status.err
+    rows = [line.split() for line in status.out.splitlines() if line.strip().startswith("box")]
+    # Both let go (box1's command printed, box2's run): their meters stop; $0.5/h from the page.
+    assert [(r[0], r[1], r[5], r[7]) for r in rows] == [
+        ("box1", "generic-ssh", "0.5", "released"),
+        ("box2", "generic-ssh", "0.5", "released"),
+    ]
+
 
 def test_an_emptied_output_is_reported_and_failed_resubmits_only_it(  # type: ignore[no-untyped-def]
     camp: Path, run, ssh_boxes

@@ -276,6 +276,7 @@ def release_record(
         ledger_id,
         time,
         release_instance=instance,
+        release_at=stamp,
         release_command=command,
         release_ran=ran,
         release_exit=exit_code,
