@@ -1,0 +1,183 @@
+"""`campaign split` through the CLI: the part files, the report, the refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Result
+
+QUEUE = """\
+# The ablation queue.
+configs/det/big.yaml detection 50
+configs/rec/a.yaml reconstruction 20
+configs/rec/b.yaml reconstruction 20
+configs/seg/c.yaml segmentation 30
+configs/seg/d.yaml segmentation 10
+configs/rec/e.yaml reconstruction 20
+"""
+HEADER = (
+    "# Part {i} of 2 of queues/ablation.txt, made by `campaign split -n 2 --cost epochs`.\n"
+    "# One cell per line, `<cfg_path> <task> [epochs]`; while a queue runs, only append\n"
+    "# lines or comment one out in place (QUEUE004).\n"
+)
+# 150 epochs, no subset sums to 75: 80 + 70 is the best split. Lines keep the queue's order.
+PART1 = HEADER.format(i=1) + (
+    "configs/det/big.yaml detection 50\n"
+    "configs/rec/b.yaml reconstruction 20\n"
+    "configs/seg/d.yaml segmentation 10\n"
+)
+PART2 = HEADER.format(i=2) + (
+    "configs/rec/a.yaml reconstruction 20\n"
+    "configs/seg/c.yaml segmentation 30\n"
+    "configs/rec/e.yaml reconstruction 20\n"
+)
+
+
+@pytest.fixture
+def queues(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "queues").mkdir()
+    (tmp_path / "queues/ablation.txt").write_text(QUEUE)
+    return tmp_path / "queues"
+
+
+def test_split_writes_balanced_parts_and_reports_makespan_and_bound(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    done: Result = run("split", "queues/ablation.txt", "-n", "2")
+    assert (done.code, done.err) == (0, "")
+    assert done.out == (
+        "queues/ablation.txt: 6 cell(s), cost in epochs, into 2 queues\n"
+        "  queues/ablation.part1of2.txt     3 cell(s)  80 epochs\n"
+        "  queues/ablation.part2of2.txt     3 cell(s)  70 epochs\n"
+        "makespan 80 epochs; lower bound 75 = max(total 150 / 2, largest cell 50); "
+        "1.067 x the bound\n"
+        "wrote queues/ablation.part1of2.txt, queues/ablation.part2of2.txt\n"
+    )
+    assert (queues / "ablation.part1of2.txt").read_text() == PART1
+    assert (queues / "ablation.part2of2.txt").read_text() == PART2
+
+
+def test_json_is_bound_makespan_and_each_queue_with_its_lines(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    done = run("split", "queues/ablation.txt", "-n", "2", "--format", "json")
+    assert done.code == 0, done.err
+    assert json.loads(done.out) == {
+        "bound": 75,
+        "makespan": 80,
+        "queues": [
+            {
+                "path": "queues/ablation.part1of2.txt",
+                "cost": 80,
+                "lines": [
+                    "configs/det/big.yaml detection 50",
+                    "configs/rec/b.yaml reconstruction 20",
+                    "configs/seg/d.yaml segmentation 10",
+                ],
+            },
+            {
+                "path": "queues/ablation.part2of2.txt",
+                "cost": 70,
+                "lines": [
+                    "configs/rec/a.yaml reconstruction 20",
+                    "configs/seg/c.yaml segmentation 30",
+                    "configs/rec/e.yaml reconstruction 20",
+                ],
+            },
+        ],
+    }
+
+
+def test_the_same_split_again_is_fine_and_writes_nothing(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    assert run("split", "queues/ablation.txt", "-n", "2").code == 0
+    again = run("split", "queues/ablation.txt", "-n", "2")
+    assert again.code == 0, again.err
+    assert again.out.endswith("the parts already hold this split: nothing written\n")
+
+
+def test_a_part_with_other_content_is_never_overwritten(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (queues / "ablation.part2of2.txt").write_text("configs/rec/a.yaml reconstruction 20\n")
+    refused = run("split", "queues/ablation.txt", "-n", "2")
+    assert refused.code == 2
+    assert refused.err == (
+        "campaign: error: queues/ablation.part2of2.txt already exist(s) with other content: "
+        "a queue an instance may be reading is never overwritten\n"
+        "  hint: write elsewhere with --out-dir DIR, or delete the old parts once no instance "
+        "runs them\n"
+    )
+    # Nothing written, not even the part that did not exist.
+    assert not (queues / "ablation.part1of2.txt").exists()
+    assert (
+        queues / "ablation.part2of2.txt"
+    ).read_text() == "configs/rec/a.yaml reconstruction 20\n"
+    elsewhere = run("split", "queues/ablation.txt", "-n", "2", "--out-dir", "queues/v2")
+    assert elsewhere.code == 0, elsewhere.err
+    assert (queues / "v2/ablation.part1of2.txt").read_text() == PART1
+
+
+def test_dry_run_prints_the_split_and_writes_nothing(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    done = run("split", "queues/ablation.txt", "-n", "3", "--dry-run")
+    assert done.code == 0, done.err
+    assert "makespan 50 epochs; lower bound 50" in done.out
+    assert done.out.endswith("dry run: nothing written\n")
+    assert sorted(p.name for p in queues.iterdir()) == ["ablation.txt"]
+
+
+@pytest.mark.parametrize(
+    ("args", "text", "message"),
+    [
+        (("-n", "0"), QUEUE, "-n 0: the number of queues must be at least 1"),
+        (("-n", "7"), QUEUE, "-n 7 queues for 6 cell(s): at least one queue would be empty"),
+        (
+            ("-n", "2"),
+            "c/a.yaml t 5\nc/b.yaml t\n",
+            "line(s) 2 give no epochs, others do: a cell without epochs runs the work's own "
+            "default, which campaign split cannot see",
+        ),
+        (
+            ("-n", "2"),
+            "c/a.yaml t 5\nc/b.yaml\tt\n",
+            "queues/ablation.txt: line 2, column 9: a TAB in the line; fields are separated by "
+            "spaces only",
+        ),
+        (
+            ("-n", "2"),
+            "c/a.yaml t 5\nd/a.yml t 6\n",
+            "queues/ablation.txt: lines 1 and 2 are both cell 'a': two instances would write "
+            "the same outputs",
+        ),
+        (
+            ("-n", "2", "--cost", "history"),
+            QUEUE,
+            "no campaign.yaml here or above",
+        ),
+    ],
+)
+def test_bad_input_is_refused_with_exit_2(  # type: ignore[no-untyped-def]
+    queues: Path, run, args: tuple[str, ...], text: str, message: str
+) -> None:
+    (queues / "ablation.txt").write_text(text)
+    refused = run("split", "queues/ablation.txt", *args)
+    assert refused.code == 2
+    assert refused.err.startswith(f"campaign: error: {message}\n")
+    assert sorted(p.name for p in queues.iterdir()) == ["ablation.txt"]
+
+
+def test_a_missing_queue_file_is_exit_2(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    refused = run("split", "queues/nope.txt", "-n", "2")
+    assert refused.code == 2
+    assert refused.err.startswith("campaign: error: queues/nope.txt: cannot read: ")
+
+
+def test_default_epochs_counts_the_lines_without_epochs(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (queues / "ablation.txt").write_text("c/a.yaml t 5\nc/b.yaml t\nc/c.yaml t\n")
+    done = run("split", "queues/ablation.txt", "-n", "2", "--default-epochs", "4")
+    assert done.code == 0, done.err
+    assert "  note: 2 line(s) without epochs counted as --default-epochs 4\n" in done.out
+    assert "makespan 8 epochs; lower bound 6.5" in done.out
+    assert "no split of these cells does better than 8 epochs" in done.out
+    part = (queues / "ablation.part1of2.txt").read_text()
+    assert part.startswith(
+        "# Part 1 of 2 of queues/ablation.txt, made by "
+        "`campaign split -n 2 --cost epochs --default-epochs 4`.\n"
+    )
