@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from campaignops import cli, queuefile, splitting
 from tests.conftest import Result
 
 QUEUE = """\
@@ -181,3 +189,72 @@ def test_default_epochs_counts_the_lines_without_epochs(queues: Path, run) -> No
         "# Part 1 of 2 of queues/ablation.txt, made by "
         "`campaign split -n 2 --cost epochs --default-epochs 4`.\n"
     )
+
+
+def test_split_has_help() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "campaignops", "split", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0
+    assert "usage: campaign split" in proc.stdout
+    assert "--default-epochs" in proc.stdout and "exit codes: 0 split" in proc.stdout
+
+
+def test_an_out_dir_that_is_a_file_is_exit_2(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (queues / "taken").write_text("a file\n")
+    refused = run("split", "queues/ablation.txt", "-n", "2", "--out-dir", "queues/taken")
+    assert refused.code == 2
+    assert refused.err.startswith("campaign: error: queues/taken: cannot ")
+
+
+LINES = st.sampled_from(
+    [
+        "c/a.yaml t 5",
+        "c/b.yaml t 12",
+        "c/c.yaml t",
+        "d/a.yaml t 3",
+        "# comment",
+        "",
+        "c/e.yaml\tt 1",
+        "c/f.yaml t 0",
+        "/abs.yaml t 1",
+        "c/g.yaml t 999999999",
+        "c/h.yaml",
+        "c/i.yaml t 1 # note",
+        "c/j.yaml  t  7",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(LINES | st.text(max_size=20), max_size=14),
+    k=st.integers(min_value=-1, max_value=8),
+    default=st.sampled_from([None, "1", "4"]),
+)
+def test_any_queue_file_is_split_or_refused_never_a_traceback(
+    lines: list[str], k: int, default: str | None
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        queue = Path(tmp) / "q.txt"
+        queue.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+        argv = ["split", str(queue), f"-n{k}", "--out-dir", str(Path(tmp) / "parts")]
+        argv += ["--default-epochs", default] if default else []
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(argv)
+        assert code in (0, 2), err.getvalue()
+        if code == 2:
+            assert err.getvalue().startswith("campaign: error: ")
+            assert not (Path(tmp) / "parts").exists()
+            return
+        source = queuefile.parse(queue.read_text(encoding="utf-8", errors="surrogateescape"))
+        parts = sorted((Path(tmp) / "parts").iterdir())
+        assert len(parts) == k
+        split = [c for p in parts for c in queuefile.parse(p.read_text()).cells]
+        assert sorted(map(splitting.cell_line, split)) == sorted(
+            map(splitting.cell_line, source.cells)
+        )

@@ -97,7 +97,14 @@ def _write(parts: Sequence[tuple[Path, str]], *, dry_run: bool) -> list[str]:
     for path, text in parts:
         if dry_run or (path.exists() and path.read_bytes() == text.encode("utf-8")):
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                path=path.parent.as_posix(),
+                message=f"cannot create the directory: {exc.strerror}",
+                hint="pass an --out-dir that is a directory you can write",
+            ) from None
         atomic.write_atomic(path, text.encode("utf-8"))
         written.append(path.as_posix())
     return written
@@ -110,7 +117,7 @@ def _split(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     costs = _costs(args, cells)
     result = splitting.split(costs.values, args.n)
     source = _source_name(args.queue)
-    out_dir = Path(args.out_dir) if args.out_dir is not None else queue.parent
+    out_dir = Path(layout.guard_length(args.out_dir)) if args.out_dir else queue.parent
     stem = queue.name.rsplit(".", 1)[0] if "." in queue.name[1:] else queue.name
     how = args.cost
     if args.default_epochs is not None and costs.estimated:
