@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops import ledger, queuefile, splitting
+from campaignops import ledger, queuefile, queueparts, splitting
 from campaignops.errors import UsageError
 
 
@@ -249,9 +249,9 @@ def test_history_without_any_run_cell_is_refused() -> None:
 
 def test_a_part_file_says_where_it_came_from_then_lists_its_lines() -> None:
     (cell,) = cells("  configs/x/a.yaml   seg   7\n")
-    assert splitting.cell_line(cell) == "configs/x/a.yaml seg 7"
-    assert splitting.part_name("example", 2, 3) == "example.part2of3.txt"
-    text = splitting.part_text(
+    assert queueparts.cell_line(cell) == "configs/x/a.yaml seg 7"
+    assert queueparts.part_name("example", 2, 3) == "example.part2of3.txt"
+    text = queueparts.part_text(
         source="queues/q.txt", part=2, k=3, cost="epochs", lines=["c/a.yaml t 7", "c/b.yaml t"]
     )
     assert text == (

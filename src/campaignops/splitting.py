@@ -356,28 +356,3 @@ def history_costs(
     values = tuple(elapsed[c.name] if c.name in elapsed else guess(c) for c in cells)
     note = f"{len(unknown)} cell(s) without a finished run in the ledger: {how}"
     return Costs(values, "seconds", tuple(c.name for c in unknown), note)
-
-
-# -- queue files ------------------------------------------------------------------------------
-
-
-def part_name(stem: str, part: int, k: int) -> str:
-    """The file name of part ``part`` (1-based) of ``k``: ``<stem>.part<i>of<K>.txt``."""
-    return f"{stem}.part{part}of{k}.txt"
-
-
-def cell_line(cell: Cell) -> str:
-    """The cell as a queue line, fields separated by one space."""
-    return " ".join((cell.cfg, cell.task, *(() if cell.epochs is None else (str(cell.epochs),))))
-
-
-def part_text(*, source: str, part: int, k: int, cost: str, lines: Sequence[str]) -> str:
-    """A part's file: a header saying where it came from (``cost``: the options that chose the
-    costs, e.g. ``epochs --default-epochs 3``), then its lines. No figures in the header: the
-    same split made again (the ledger grown by a second) gives the same bytes."""
-    head = [
-        f"# Part {part} of {k} of {source}, made by `campaign split -n {k} --cost {cost}`.",
-        "# One cell per line, `<cfg_path> <task> [epochs]`; while a queue runs, only append",
-        "# lines or comment one out in place (QUEUE004).",
-    ]
-    return "\n".join([*head, *lines]) + "\n"

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops import cli, queuefile, splitting
+from campaignops import cli, queuefile, queueparts
 from tests.conftest import Result
 
 QUEUE = """\
@@ -255,6 +255,6 @@ def test_any_queue_file_is_split_or_refused_never_a_traceback(
         parts = sorted((Path(tmp) / "parts").iterdir())
         assert len(parts) == k
         split = [c for p in parts for c in queuefile.parse(p.read_text()).cells]
-        assert sorted(map(splitting.cell_line, split)) == sorted(
-            map(splitting.cell_line, source.cells)
+        assert sorted(map(queueparts.cell_line, split)) == sorted(
+            map(queueparts.cell_line, source.cells)
         )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from campaignops import atomic, layout, queuefile, splitting
+from campaignops import atomic, layout, queuefile, queueparts, splitting
 from campaignops.errors import InputError, UsageError
 from campaignops.queuefile import Cell
 
@@ -125,9 +125,9 @@ def _split(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     queues: list[dict[str, Any]] = []
     parts: list[tuple[Path, str]] = []
     for i, members in enumerate(result.queues, start=1):
-        path = out_dir / splitting.part_name(stem, i, args.n)
-        lines = [splitting.cell_line(cells[m]) for m in members]
-        text = splitting.part_text(source=source, part=i, k=args.n, cost=how, lines=lines)
+        path = out_dir / queueparts.part_name(stem, i, args.n)
+        lines = [queueparts.cell_line(cells[m]) for m in members]
+        text = queueparts.part_text(source=source, part=i, k=args.n, cost=how, lines=lines)
         parts.append((path, text))
         queues.append(
             {"path": path.as_posix(), "cost": _number(result.loads[i - 1]), "lines": lines}
