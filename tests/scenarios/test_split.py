@@ -89,6 +89,10 @@ def test_a_queue_is_split_by_its_run_times_and_each_part_runs(camp: Path, run) -
     assert split["makespan"] == round(max(loads), 2)
     assert split["bound"] == round(max(math.fsum(cost.values()) / 2, max(cost.values())), 2)
 
+    # The parts sit beside their queue: the checks see no cell name used twice.
+    checked = run("check", "--select", "QUEUE", "--format", "json")
+    assert checked.code == 0, checked.out
+
     # Each part is a queue file the template's wrapper runs as it is.
     part = camp / "queues/abl.part1of2.txt"
     assert part.read_text().startswith(
