@@ -157,7 +157,8 @@ def test_dry_run_prints_the_split_and_writes_nothing(queues: Path, run) -> None:
         (
             ("-n", "2", "--cost", "history"),
             QUEUE,
-            "no campaign.yaml here or above",
+            "queues/ablation.txt is in no campaign (no campaign.yaml above it): --cost "
+            "history reads the campaign's ledger",
         ),
     ],
 )
@@ -258,3 +259,25 @@ def test_any_queue_file_is_split_or_refused_never_a_traceback(
         assert sorted(map(queueparts.cell_line, split)) == sorted(
             map(queueparts.cell_line, source.cells)
         )
+
+
+def test_history_reads_the_campaign_of_the_queue_not_of_the_working_directory(
+    campaign: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    # From outside the campaign: the ledger and the header's path are the queue's campaign's.
+    monkeypatch.chdir(campaign.parent)
+    refused = run("split", "campaign/queues/example.txt", "-n", "2", "--cost", "history")
+    assert refused.code == 2
+    assert refused.err.startswith("campaign: error: none of the 2 cell(s) has a finished run")
+    done = run("split", "campaign/queues/example.txt", "-n", "2", "--default-epochs", "20")
+    assert done.code == 0, done.err
+    part = (campaign / "queues/example.part1of2.txt").read_text()
+    assert part.startswith("# Part 1 of 2 of queues/example.txt, made by ")
+
+
+def test_a_file_name_cannot_break_the_report_into_lines(queues: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (queues / "x\n::error::forged.txt").write_text(QUEUE)
+    done = run("split", "queues/x\n::error::forged.txt", "-n", "2")
+    assert done.code == 0, done.err
+    assert not any(line.startswith("::") for line in done.out.splitlines())
+    assert done.out.startswith("queues/x\\n::error::forged.txt: 6 cell(s)")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from campaignops import atomic, layout, queuefile, queueparts, splitting
+from campaignops import atomic, layout, queuefile, queueparts, safetext, splitting
 from campaignops.errors import InputError, UsageError
 from campaignops.queuefile import Cell
 
@@ -54,19 +55,29 @@ def _read_cells(path: Path, shown: str) -> list[Cell]:
     return list(parsed.cells)
 
 
-def _costs(args: argparse.Namespace, cells: Sequence[Cell]) -> splitting.Costs:
+def _campaign_of(queue: Path) -> Path | None:
+    """The campaign holding the queue file (wherever the command runs from)."""
+    return layout.find_root(Path(os.path.normpath(Path.cwd() / queue)).parent)
+
+
+def _costs(args: argparse.Namespace, cells: Sequence[Cell], root: Path | None) -> splitting.Costs:
     if args.cost == "epochs":
         return splitting.epoch_costs(cells, args.default_epochs)
+    if root is None:
+        raise UsageError(
+            message=f"{args.queue} is in no campaign (no {layout.POLICY_FILE} above it): "
+            "--cost history reads the campaign's ledger",
+            hint="split a queue file inside the campaign, or use --cost epochs",
+        )
     from campaignops import ledger
-    from campaignops.cli.jobs import campaign_root
 
-    elapsed = splitting.elapsed_by_cell(ledger.read(campaign_root()).jobs)
+    elapsed = splitting.elapsed_by_cell(ledger.read(root).jobs)
     return splitting.history_costs(cells, elapsed, args.default_epochs)
 
 
-def _source_name(raw: str) -> str:
-    """The queue as the header names it: relative to the campaign root when inside one."""
-    root = layout.find_root(Path.cwd())
+def _source_name(raw: str, root: Path | None) -> str:
+    """The queue as the header names it: relative to its campaign's root when in one (the
+    QUEUE checks match a part to its queue by that path)."""
     if root is not None:
         try:
             return layout.root_relative(raw, root=root, cwd=Path.cwd(), hint="")
@@ -114,9 +125,10 @@ def _split(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     queue = Path(layout.guard_length(args.queue))
     cells = _read_cells(queue, args.queue)
     splitting.check_k(len(cells), args.n)
-    costs = _costs(args, cells)
+    root = _campaign_of(queue)
+    costs = _costs(args, cells, root)
     result = splitting.split(costs.values, args.n)
-    source = _source_name(args.queue)
+    source = _source_name(args.queue, root)
     out_dir = Path(layout.guard_length(args.out_dir)) if args.out_dir else queue.parent
     stem = queue.name.rsplit(".", 1)[0] if "." in queue.name[1:] else queue.name
     how = args.cost
@@ -152,33 +164,34 @@ def _text(
     written: Sequence[str],
 ) -> None:
     unit = costs.unit
-    print(f"{args.queue}: {len(cells)} cell(s), cost in {unit}, into {args.n} queues", file=out)
+    lines = [f"{args.queue}: {len(cells)} cell(s), cost in {unit}, into {args.n} queues"]
     if costs.note:
-        print(f"  note: {costs.note}", file=out)
+        lines.append(f"  note: {costs.note}")
     width = max(len(q["path"]) for q in queues)
     for q in queues:
-        print(f"  {q['path']:<{width}}  {len(q['lines']):>4} cell(s)  {q['cost']} {unit}", file=out)
+        lines.append(f"  {q['path']:<{width}}  {len(q['lines']):>4} cell(s)  {q['cost']} {unit}")
     total = math.fsum(costs.values)
     ratio = result.makespan / result.bound if result.bound else 1.0
-    print(
+    lines.append(
         f"makespan {_number(result.makespan)} {unit}; lower bound {_number(result.bound)} "
         f"= max(total {_number(total)} / {args.n}, largest cell "
-        f"{_number(max(costs.values))}); {ratio:.3f} x the bound",
-        file=out,
+        f"{_number(max(costs.values))}); {ratio:.3f} x the bound"
     )
     sharper = splitting.pigeonhole_bound(costs.values, args.n)
     if sharper > result.bound * (1 + 1e-9):
-        print(
+        lines.append(
             f"  no split of these cells does better than {_number(sharper)} {unit} "
-            "(some queue must take several of the largest cells)",
-            file=out,
+            "(some queue must take several of the largest cells)"
         )
     if args.dry_run:
-        print("dry run: nothing written", file=out)
+        lines.append("dry run: nothing written")
     elif written:
-        print(f"wrote {', '.join(written)}", file=out)
+        lines.append(f"wrote {', '.join(written)}")
     else:
-        print("the parts already hold this split: nothing written", file=out)
+        lines.append("the parts already hold this split: nothing written")
+    for line in lines:
+        # File names are the user's: one stays one line and cannot pass for a CI command.
+        print(safetext.plain_line(line), file=out)
 
 
 def _positive(text: str) -> int:
