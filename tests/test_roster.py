@@ -4,6 +4,7 @@ verify command that loads each cell's outputs (real files, real hashes, real pro
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -204,3 +205,29 @@ def test_a_verify_command_that_is_not_there_or_hangs_fails_the_cell(pulled_root:
     hang = "bash -c 'sleep 60 & sleep 60; true' {out}"
     (slow,) = roster.verify(hang, checked, cwd=pulled_root, timeout=0.5)
     assert (slow.status, slow.detail) == ("failed", "timed out after 0.5 s")
+
+
+def test_the_box_script_prints_what_local_facts_computes(pulled_root: Path) -> None:
+    # Run as the box runs it: its own python3, from the campaign directory, paths as arguments.
+    (pulled_root / "-odd name.txt").write_bytes(b"dash\n")
+    paths = [*BOX, "-odd name.txt", "runs/p/e/metrics.json"]
+    done = subprocess.run(
+        roster.box_argv(paths, python=sys.executable),
+        cwd=pulled_root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    box = roster.parse_manifest(done.stdout, path="box")
+    assert box == roster.local_facts(pulled_root, paths)
+    assert sorted(box) == [
+        "-odd name.txt",
+        "runs/p/a/metrics.json",
+        "runs/p/a/model.pt",
+        "runs/p/b/metrics.json",
+        "runs/p/c/metrics.json",
+        "runs/p/e/metrics.json",
+        "runs/p/f/metrics.json",
+    ]
+    assert box["runs/p/a/metrics.json"] == fact(GOOD)
+    assert done.stdout == roster.manifest_text(box)

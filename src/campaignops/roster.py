@@ -5,7 +5,8 @@ The contract, for the command that pulls (it owns the transport, this module own
 1. Before the pull, the box writes a manifest of the outputs it holds: for each file, its size
    and sha256, as JSON ``{"files": {"<path>": {"size": N, "sha256": "<hex>"}}}`` (paths
    relative to the campaign directory on the box, POSIX, as in the manifests' output_check).
-   :func:`manifest_text` renders it and :func:`parse_manifest` reads it back.
+   :func:`box_argv` is the command that prints it there with only ``python3`` (one SSH call);
+   :func:`manifest_text` renders the same here and :func:`parse_manifest` reads it back.
 2. After the pull, :func:`local_facts` hashes the pulled files (same relative paths, under the
    local campaign root).
 3. :func:`reconcile` compares the expected cells (names and output_check paths) with both and
@@ -154,6 +155,33 @@ def reconcile(
 
 
 # -- the box's manifest -----------------------------------------------------------------------
+
+
+# Run on the box with its own python3 (no campaignops there), from the campaign directory, with
+# the output paths as arguments: prints the manifest of those that are regular files (a symlink
+# as the file it names; a missing path is left out, which the roster reads as "missing").
+BOX_SCRIPT = """\
+import hashlib, json, os, sys
+files = {}
+for rel in sys.argv[1:]:
+    if not os.path.isfile(rel):
+        continue
+    digest, size = hashlib.sha256(), 0
+    with open(rel, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    files[rel] = {"size": size, "sha256": digest.hexdigest()}
+json.dump({"files": files}, sys.stdout, indent=1, sort_keys=True)
+sys.stdout.write("\\n")
+"""
+
+
+def box_argv(paths: Sequence[str], *, python: str = "python3") -> tuple[str, ...]:
+    """The command that prints the box's manifest of ``paths`` (run it from the campaign
+    directory there; over ssh, join it with shlex.join). A path starting with ``-`` is
+    safe: the script reads every argument after ``-c`` as a path."""
+    return (python, "-c", BOX_SCRIPT, *paths)
 
 
 def manifest_text(facts: Mapping[str, FileFact]) -> str:
