@@ -92,7 +92,11 @@ def test_k_below_one_or_above_the_cells_is_refused(count: int, k: int, message: 
 
 
 costs_strategy = st.lists(
-    st.one_of(st.integers(min_value=1, max_value=200).map(float), st.floats(0.1, 5000.0)),
+    st.one_of(
+        st.integers(min_value=0, max_value=200).map(float),
+        st.floats(0.1, 5000.0),
+        st.just(0.0),  # a history cost of a run that took no time
+    ),
     min_size=1,
     max_size=60,
 )
@@ -108,11 +112,12 @@ def test_every_cell_lands_in_exactly_one_queue_and_no_worse_than_lpt(
     placed = sorted(i for q in result.queues for i in q)
     assert placed == list(range(len(costs)))
     assert len(result.queues) == k
+    assert all(result.queues)  # no empty part, even with cells of cost 0
     assert all(list(q) == sorted(q) for q in result.queues)
     assert result.loads == splitting.loads_of(costs, result.queues)
     assert result.makespan == max(result.loads)
     tol = 1e-9 * sum(costs)
-    assert result.bound <= splitting.pigeonhole_bound(costs, k) <= result.makespan + tol
+    assert result.bound <= splitting.pigeonhole_bound(costs, k) <= result.makespan + tol + 1e-9
     lpt = max(splitting.loads_of(costs, splitting.lpt(costs, k)))
     assert result.makespan <= lpt + tol
     # Any list schedule's guarantee; the exchanges only lower the maximum.
@@ -262,3 +267,17 @@ def test_a_part_file_says_where_it_came_from_then_lists_its_lines() -> None:
         "c/b.yaml t\n"
     )
     assert [c.cfg for c in queuefile.parse(text).cells] == ["c/a.yaml", "c/b.yaml"]
+
+
+def test_cells_of_cost_0_still_fill_every_queue() -> None:
+    result = splitting.split([0.0, 0.0, 5.0, 0.0], 3)
+    assert result.queues == ((2,), (0, 3), (1,))
+    assert splitting.fill_empty([0.0, 0.0, 0.0], ((0, 1, 2), (), ())) == ((0,), (2,), (1,))
+
+
+def test_an_improvement_of_one_epoch_counts_at_any_total() -> None:
+    # Loads near 10**12 epochs: a tolerance relative to the total must stay below one epoch.
+    big = 10.0**12
+    costs = [big, big, 3.0, 3.0, 2.0, 2.0, 2.0]
+    assert max(splitting.loads_of(costs, splitting.lpt(costs, 2))) == big + 7
+    assert splitting.split(costs, 2).makespan == big + 6

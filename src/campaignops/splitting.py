@@ -81,6 +81,12 @@ def pigeonhole_bound(costs: Sequence[float], k: int) -> float:
     return best
 
 
+def _tolerance(costs: Sequence[float]) -> float:
+    """What a difference of loads must exceed to be more than rounding: loads are correctly
+    rounded sums (fsum), so a few ulps of the total; far below one epoch or one second."""
+    return 64 * math.ulp(max(math.fsum(costs), 1.0))
+
+
 def loads_of(costs: Sequence[float], queues: Assignment) -> tuple[float, ...]:
     return tuple(math.fsum(costs[i] for i in q) for q in queues)
 
@@ -96,12 +102,12 @@ def _by_cost(costs: Sequence[float]) -> list[int]:
 
 def lpt(costs: Sequence[float], k: int) -> Assignment:
     """Longest processing time first: each cell, largest first, onto the least loaded queue."""
-    heap = [(0.0, q) for q in range(k)]
+    heap = [(0.0, 0, q) for q in range(k)]  # (load, cells, queue): fewer cells first on a tie
     members: list[list[int]] = [[] for _ in range(k)]
     for i in _by_cost(costs):
-        load, q = heapq.heappop(heap)
+        load, count, q = heapq.heappop(heap)
         members[q].append(i)
-        heapq.heappush(heap, (load + costs[i], q))
+        heapq.heappush(heap, (load + costs[i], count + 1, q))
     return tuple(tuple(sorted(m)) for m in members)
 
 
@@ -161,7 +167,7 @@ def improve(costs: Sequence[float], queues: Assignment) -> Assignment:
     k = len(members)
     loads = [math.fsum(costs[i] for i in q) for q in members]
     # Float seconds: an exchange must gain more than rounding, or two could undo each other.
-    tol = 1e-9 * max(math.fsum(costs), 1.0)
+    tol = _tolerance(costs)
     floor = bound(costs, k) + tol
     # Each exchange lowers the sum of squared loads, so the search ends; the cap bounds its time.
     for _ in range(8 * (len(costs) + k)):
@@ -200,7 +206,7 @@ def exact(
     largest first; a cell never goes to a second queue of the same load, an empty one
     included), or None when there is none or the search ran out of ``nodes``."""
     order = _by_cost(costs)
-    tol = 1e-9 * max(math.fsum(costs), 1.0)
+    tol = _tolerance(costs)
     floor = pigeonhole_bound(costs, k) + tol
     loads = [0.0] * k
     place = [0] * len(order)
@@ -241,25 +247,41 @@ def exact(
 
 
 def split(costs: Sequence[float], k: int) -> Split:
-    """Every cell (by its index in ``costs``) in exactly one of ``k`` queues, by cost."""
+    """Every cell (by its index in ``costs``) in exactly one of ``k`` queues, none empty, by
+    cost."""
     check_k(len(costs), k)
     if any(c < 0 for c in costs):
         raise UsageError(message="a cell's cost is negative", hint="costs are epochs or seconds")
-    best: Split | None = None
-    for method, start in (("lpt", lpt(costs, k)), ("kk", karmarkar_karp(costs, k))):
-        queues = improve(costs, start)
-        loads = loads_of(costs, queues)
-        makespan = max(loads)
-        if best is None or makespan < best.makespan:
-            best = Split(queues, loads, makespan, bound(costs, k), method)
-    assert best is not None
-    tol = 1e-9 * max(math.fsum(costs), 1.0)
-    if len(costs) <= EXACT_CELLS and best.makespan > pigeonhole_bound(costs, k) + tol:
-        found = exact(costs, k, best.makespan)
+    queues, method = lpt(costs, k), "lpt"
+    makespan = math.inf
+    for name, start in (("lpt", queues), ("kk", karmarkar_karp(costs, k))):
+        improved = improve(costs, start)
+        top = max(loads_of(costs, improved))
+        if top < makespan:
+            queues, method, makespan = improved, name, top
+    if len(costs) <= EXACT_CELLS and makespan > pigeonhole_bound(costs, k) + _tolerance(costs):
+        found = exact(costs, k, makespan)
         if found is not None:
-            loads = loads_of(costs, found)
-            best = Split(found, loads, max(loads), best.bound, "exact")
-    return best
+            queues, method = found, "exact"
+    queues = fill_empty(costs, queues)
+    loads = loads_of(costs, queues)
+    return Split(queues, loads, max(loads), bound(costs, k), method)
+
+
+def fill_empty(costs: Sequence[float], queues: Assignment) -> Assignment:
+    """No empty queue (cells of cost 0 can leave one): each gets the cheapest cell of the queue
+    with the most cells. The makespan cannot grow: the cell costs at most its old queue's load."""
+    members = [list(q) for q in queues]
+    for q in range(len(members)):
+        if members[q]:
+            continue
+        donor = max(range(len(members)), key=lambda d: (len(members[d]), -d))
+        if len(members[donor]) < 2:
+            break
+        cell = min(members[donor], key=lambda i: (costs[i], -i))
+        members[donor].remove(cell)
+        members[q].append(cell)
+    return tuple(tuple(sorted(m)) for m in members)
 
 
 # -- costs ------------------------------------------------------------------------------------

@@ -178,7 +178,7 @@ def _text(
         f"{_number(max(costs.values))}); {ratio:.3f} x the bound"
     )
     sharper = splitting.pigeonhole_bound(costs.values, args.n)
-    if sharper > result.bound * (1 + 1e-9):
+    if sharper > result.bound * (1 + 1e-12):
         lines.append(
             f"  no split of these cells does better than {_number(sharper)} {unit} "
             "(some queue must take several of the largest cells)"
