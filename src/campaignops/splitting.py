@@ -11,7 +11,8 @@ The problem is makespan scheduling on K identical machines (NP-hard); the split 
    or swap two, when that lowers the larger of the two loads (the sum of squared loads then
    drops strictly, so the search ends); the better result wins, LPT's on a tie;
 3. up to EXACT_CELLS cells, when that result is above the pigeonhole bound, a branch and bound
-   (at most EXACT_NODES nodes) looks for a strictly better split.
+   (at most EXACT_NODES nodes) looks for a strictly better split;
+4. an empty queue (cells of cost 0 can leave one) takes a cell from the fullest queue.
 
 ``bound`` is what no split can beat, max(total/K, largest cell); ``pigeonhole_bound`` is a
 sharper one (among the jK+1 largest cells, one queue holds j+1), used to tell a gap that is the
