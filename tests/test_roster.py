@@ -231,3 +231,10 @@ def test_the_box_script_prints_what_local_facts_computes(pulled_root: Path) -> N
     ]
     assert box["runs/p/a/metrics.json"] == fact(GOOD)
     assert done.stdout == roster.manifest_text(box)
+
+
+def test_an_output_path_outside_the_campaign_is_refused(pulled_root: Path) -> None:
+    for rel in ("/etc/passwd", "runs/../../secret"):
+        with pytest.raises(InputError) as caught:
+            roster.local_facts(pulled_root, [rel])
+        assert caught.value.message == f"{rel}: an output path outside the campaign"

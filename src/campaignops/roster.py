@@ -230,9 +230,16 @@ def file_fact(path: Path) -> FileFact:
 
 
 def local_facts(root: Path, paths: Iterable[str]) -> dict[str, FileFact]:
-    """Size and sha256 of each of ``paths`` (relative to ``root``) that is a regular file."""
+    """Size and sha256 of each of ``paths`` (relative to ``root``) that is a regular file.
+    InputError for a path that is absolute or climbs out with ``..``: outputs live inside."""
     facts = {}
     for rel in paths:
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise InputError(
+                path=rel,
+                message="an output path outside the campaign",
+                hint="output_check paths are relative to the campaign root, without '..'",
+            )
         target = root / rel
         if target.is_file():
             facts[rel] = file_fact(target)
