@@ -11,7 +11,8 @@ The problem is makespan scheduling on K identical machines (NP-hard); the split 
    or swap two, when that lowers the larger of the two loads (the sum of squared loads then
    drops strictly, so the search ends); the better result wins, LPT's on a tie;
 3. up to EXACT_CELLS cells, when that result is above the pigeonhole bound, a branch and bound
-   (at most EXACT_NODES nodes) looks for a strictly better split.
+   (at most EXACT_NODES nodes) looks for a strictly better split;
+4. an empty queue (cells of cost 0 can leave one) takes a cell from the fullest queue.
 
 ``bound`` is what no split can beat, max(total/K, largest cell); ``pigeonhole_bound`` is a
 sharper one (among the jK+1 largest cells, one queue holds j+1), used to tell a gap that is the
@@ -81,6 +82,12 @@ def pigeonhole_bound(costs: Sequence[float], k: int) -> float:
     return best
 
 
+def _tolerance(costs: Sequence[float]) -> float:
+    """What a difference of loads must exceed to be more than rounding: loads are correctly
+    rounded sums (fsum), so a few ulps of the total; far below one epoch or one second."""
+    return 64 * math.ulp(max(math.fsum(costs), 1.0))
+
+
 def loads_of(costs: Sequence[float], queues: Assignment) -> tuple[float, ...]:
     return tuple(math.fsum(costs[i] for i in q) for q in queues)
 
@@ -96,12 +103,12 @@ def _by_cost(costs: Sequence[float]) -> list[int]:
 
 def lpt(costs: Sequence[float], k: int) -> Assignment:
     """Longest processing time first: each cell, largest first, onto the least loaded queue."""
-    heap = [(0.0, q) for q in range(k)]
+    heap = [(0.0, 0, q) for q in range(k)]  # (load, cells, queue): fewer cells first on a tie
     members: list[list[int]] = [[] for _ in range(k)]
     for i in _by_cost(costs):
-        load, q = heapq.heappop(heap)
+        load, count, q = heapq.heappop(heap)
         members[q].append(i)
-        heapq.heappush(heap, (load + costs[i], q))
+        heapq.heappush(heap, (load + costs[i], count + 1, q))
     return tuple(tuple(sorted(m)) for m in members)
 
 
@@ -161,7 +168,7 @@ def improve(costs: Sequence[float], queues: Assignment) -> Assignment:
     k = len(members)
     loads = [math.fsum(costs[i] for i in q) for q in members]
     # Float seconds: an exchange must gain more than rounding, or two could undo each other.
-    tol = 1e-9 * max(math.fsum(costs), 1.0)
+    tol = _tolerance(costs)
     floor = bound(costs, k) + tol
     # Each exchange lowers the sum of squared loads, so the search ends; the cap bounds its time.
     for _ in range(8 * (len(costs) + k)):
@@ -200,7 +207,7 @@ def exact(
     largest first; a cell never goes to a second queue of the same load, an empty one
     included), or None when there is none or the search ran out of ``nodes``."""
     order = _by_cost(costs)
-    tol = 1e-9 * max(math.fsum(costs), 1.0)
+    tol = _tolerance(costs)
     floor = pigeonhole_bound(costs, k) + tol
     loads = [0.0] * k
     place = [0] * len(order)
@@ -241,25 +248,41 @@ def exact(
 
 
 def split(costs: Sequence[float], k: int) -> Split:
-    """Every cell (by its index in ``costs``) in exactly one of ``k`` queues, by cost."""
+    """Every cell (by its index in ``costs``) in exactly one of ``k`` queues, none empty, by
+    cost."""
     check_k(len(costs), k)
     if any(c < 0 for c in costs):
         raise UsageError(message="a cell's cost is negative", hint="costs are epochs or seconds")
-    best: Split | None = None
-    for method, start in (("lpt", lpt(costs, k)), ("kk", karmarkar_karp(costs, k))):
-        queues = improve(costs, start)
-        loads = loads_of(costs, queues)
-        makespan = max(loads)
-        if best is None or makespan < best.makespan:
-            best = Split(queues, loads, makespan, bound(costs, k), method)
-    assert best is not None
-    tol = 1e-9 * max(math.fsum(costs), 1.0)
-    if len(costs) <= EXACT_CELLS and best.makespan > pigeonhole_bound(costs, k) + tol:
-        found = exact(costs, k, best.makespan)
+    queues, method = lpt(costs, k), "lpt"
+    makespan = math.inf
+    for name, start in (("lpt", queues), ("kk", karmarkar_karp(costs, k))):
+        improved = improve(costs, start)
+        top = max(loads_of(costs, improved))
+        if top < makespan:
+            queues, method, makespan = improved, name, top
+    if len(costs) <= EXACT_CELLS and makespan > pigeonhole_bound(costs, k) + _tolerance(costs):
+        found = exact(costs, k, makespan)
         if found is not None:
-            loads = loads_of(costs, found)
-            best = Split(found, loads, max(loads), best.bound, "exact")
-    return best
+            queues, method = found, "exact"
+    queues = fill_empty(costs, queues)
+    loads = loads_of(costs, queues)
+    return Split(queues, loads, max(loads), bound(costs, k), method)
+
+
+def fill_empty(costs: Sequence[float], queues: Assignment) -> Assignment:
+    """No empty queue (cells of cost 0 can leave one): each gets the cheapest cell of the queue
+    with the most cells. The makespan cannot grow: the cell costs at most its old queue's load."""
+    members = [list(q) for q in queues]
+    for q in range(len(members)):
+        if members[q]:
+            continue
+        donor = max(range(len(members)), key=lambda d: (len(members[d]), -d))
+        if len(members[donor]) < 2:
+            break
+        cell = min(members[donor], key=lambda i: (costs[i], -i))
+        members[donor].remove(cell)
+        members[q].append(cell)
+    return tuple(tuple(sorted(m)) for m in members)
 
 
 # -- costs ------------------------------------------------------------------------------------
@@ -356,28 +379,3 @@ def history_costs(
     values = tuple(elapsed[c.name] if c.name in elapsed else guess(c) for c in cells)
     note = f"{len(unknown)} cell(s) without a finished run in the ledger: {how}"
     return Costs(values, "seconds", tuple(c.name for c in unknown), note)
-
-
-# -- queue files ------------------------------------------------------------------------------
-
-
-def part_name(stem: str, part: int, k: int) -> str:
-    """The file name of part ``part`` (1-based) of ``k``: ``<stem>.part<i>of<K>.txt``."""
-    return f"{stem}.part{part}of{k}.txt"
-
-
-def cell_line(cell: Cell) -> str:
-    """The cell as a queue line, fields separated by one space."""
-    return " ".join((cell.cfg, cell.task, *(() if cell.epochs is None else (str(cell.epochs),))))
-
-
-def part_text(*, source: str, part: int, k: int, cost: str, lines: Sequence[str]) -> str:
-    """A part's file: a header saying where it came from (``cost``: the options that chose the
-    costs, e.g. ``epochs --default-epochs 3``), then its lines. No figures in the header: the
-    same split made again (the ledger grown by a second) gives the same bytes."""
-    head = [
-        f"# Part {part} of {k} of {source}, made by `campaign split -n {k} --cost {cost}`.",
-        "# One cell per line, `<cfg_path> <task> [epochs]`; while a queue runs, only append",
-        "# lines or comment one out in place (QUEUE004).",
-    ]
-    return "\n".join([*head, *lines]) + "\n"

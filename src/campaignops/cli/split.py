@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from campaignops import atomic, layout, queuefile, splitting
+from campaignops import atomic, layout, queuefile, queueparts, safetext, splitting
 from campaignops.errors import InputError, UsageError
 from campaignops.queuefile import Cell
 
@@ -54,19 +55,29 @@ def _read_cells(path: Path, shown: str) -> list[Cell]:
     return list(parsed.cells)
 
 
-def _costs(args: argparse.Namespace, cells: Sequence[Cell]) -> splitting.Costs:
+def _campaign_of(queue: Path) -> Path | None:
+    """The campaign holding the queue file (wherever the command runs from)."""
+    return layout.find_root(Path(os.path.normpath(Path.cwd() / queue)).parent)
+
+
+def _costs(args: argparse.Namespace, cells: Sequence[Cell], root: Path | None) -> splitting.Costs:
     if args.cost == "epochs":
         return splitting.epoch_costs(cells, args.default_epochs)
+    if root is None:
+        raise UsageError(
+            message=f"{args.queue} is in no campaign (no {layout.POLICY_FILE} above it): "
+            "--cost history reads the campaign's ledger",
+            hint="split a queue file inside the campaign, or use --cost epochs",
+        )
     from campaignops import ledger
-    from campaignops.cli.jobs import campaign_root
 
-    elapsed = splitting.elapsed_by_cell(ledger.read(campaign_root()).jobs)
+    elapsed = splitting.elapsed_by_cell(ledger.read(root).jobs)
     return splitting.history_costs(cells, elapsed, args.default_epochs)
 
 
-def _source_name(raw: str) -> str:
-    """The queue as the header names it: relative to the campaign root when inside one."""
-    root = layout.find_root(Path.cwd())
+def _source_name(raw: str, root: Path | None) -> str:
+    """The queue as the header names it: relative to its campaign's root when in one (the
+    QUEUE checks match a part to its queue by that path)."""
     if root is not None:
         try:
             return layout.root_relative(raw, root=root, cwd=Path.cwd(), hint="")
@@ -97,7 +108,14 @@ def _write(parts: Sequence[tuple[Path, str]], *, dry_run: bool) -> list[str]:
     for path, text in parts:
         if dry_run or (path.exists() and path.read_bytes() == text.encode("utf-8")):
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                path=path.parent.as_posix(),
+                message=f"cannot create the directory: {exc.strerror}",
+                hint="pass an --out-dir that is a directory you can write",
+            ) from None
         atomic.write_atomic(path, text.encode("utf-8"))
         written.append(path.as_posix())
     return written
@@ -107,10 +125,11 @@ def _split(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     queue = Path(layout.guard_length(args.queue))
     cells = _read_cells(queue, args.queue)
     splitting.check_k(len(cells), args.n)
-    costs = _costs(args, cells)
+    root = _campaign_of(queue)
+    costs = _costs(args, cells, root)
     result = splitting.split(costs.values, args.n)
-    source = _source_name(args.queue)
-    out_dir = Path(args.out_dir) if args.out_dir is not None else queue.parent
+    source = _source_name(args.queue, root)
+    out_dir = Path(layout.guard_length(args.out_dir)) if args.out_dir else queue.parent
     stem = queue.name.rsplit(".", 1)[0] if "." in queue.name[1:] else queue.name
     how = args.cost
     if args.default_epochs is not None and costs.estimated:
@@ -118,9 +137,9 @@ def _split(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     queues: list[dict[str, Any]] = []
     parts: list[tuple[Path, str]] = []
     for i, members in enumerate(result.queues, start=1):
-        path = out_dir / splitting.part_name(stem, i, args.n)
-        lines = [splitting.cell_line(cells[m]) for m in members]
-        text = splitting.part_text(source=source, part=i, k=args.n, cost=how, lines=lines)
+        path = out_dir / queueparts.part_name(stem, i, args.n)
+        lines = [queueparts.cell_line(cells[m]) for m in members]
+        text = queueparts.part_text(source=source, part=i, k=args.n, cost=how, lines=lines)
         parts.append((path, text))
         queues.append(
             {"path": path.as_posix(), "cost": _number(result.loads[i - 1]), "lines": lines}
@@ -145,33 +164,34 @@ def _text(
     written: Sequence[str],
 ) -> None:
     unit = costs.unit
-    print(f"{args.queue}: {len(cells)} cell(s), cost in {unit}, into {args.n} queues", file=out)
+    lines = [f"{args.queue}: {len(cells)} cell(s), cost in {unit}, into {args.n} queues"]
     if costs.note:
-        print(f"  note: {costs.note}", file=out)
+        lines.append(f"  note: {costs.note}")
     width = max(len(q["path"]) for q in queues)
     for q in queues:
-        print(f"  {q['path']:<{width}}  {len(q['lines']):>4} cell(s)  {q['cost']} {unit}", file=out)
+        lines.append(f"  {q['path']:<{width}}  {len(q['lines']):>4} cell(s)  {q['cost']} {unit}")
     total = math.fsum(costs.values)
     ratio = result.makespan / result.bound if result.bound else 1.0
-    print(
+    lines.append(
         f"makespan {_number(result.makespan)} {unit}; lower bound {_number(result.bound)} "
         f"= max(total {_number(total)} / {args.n}, largest cell "
-        f"{_number(max(costs.values))}); {ratio:.3f} x the bound",
-        file=out,
+        f"{_number(max(costs.values))}); {ratio:.3f} x the bound"
     )
     sharper = splitting.pigeonhole_bound(costs.values, args.n)
-    if sharper > result.bound * (1 + 1e-9):
-        print(
+    if sharper > result.bound * (1 + 1e-12):
+        lines.append(
             f"  no split of these cells does better than {_number(sharper)} {unit} "
-            "(some queue must take several of the largest cells)",
-            file=out,
+            "(some queue must take several of the largest cells)"
         )
     if args.dry_run:
-        print("dry run: nothing written", file=out)
+        lines.append("dry run: nothing written")
     elif written:
-        print(f"wrote {', '.join(written)}", file=out)
+        lines.append(f"wrote {', '.join(written)}")
     else:
-        print("the parts already hold this split: nothing written", file=out)
+        lines.append("the parts already hold this split: nothing written")
+    for line in lines:
+        # File names are the user's: one stays one line and cannot pass for a CI command.
+        print(safetext.plain_line(line), file=out)
 
 
 def _positive(text: str) -> int:
