@@ -121,5 +121,5 @@ def test_a_verify_command_that_fails_is_no_evidence(  # type: ignore[no-untyped-
     assert refreshed_until_finished(run, camp).state == "COMPLETED"
     pulled = run("pull", "--verify", "grep -q ^nobody$ {out}")
     assert pulled.code == 1
-    assert pulled.out.count(": verify-failed: exit 1") == 3 and "3 verify-failed" in pulled.out
+    assert pulled.out.count(": verify-failed") == 3 and "3 verify-failed" in pulled.out
     assert run("release", "box1").code == 1

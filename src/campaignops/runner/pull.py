@@ -17,7 +17,6 @@ and ``campaign submit --failed`` read.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import shlex
 import subprocess
@@ -27,21 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from campaignops import ledger
-from campaignops.errors import CampaignError, UsageError
+from campaignops import ledger, roster
+from campaignops.errors import CampaignError
 from campaignops.runner import ledger_writer, sshlink
 from campaignops.runner.sshinstances import Instance
 
 VERIFIED = "verified"
 # Every other verdict a cell can get; release and --failed treat them all as "not home yet".
-MISSING = "missing"  # a declared output is not on the box (or not in this checkout after rsync)
-EMPTY = "empty"  # an output file of 0 bytes, or a directory with nothing in it
-MISMATCH = "mismatch"  # size or SHA-256 here differs from what the box computed
+# campaignops.roster judges the files (missing, not-pulled, empty, mismatch, unverified,
+# duplicate, no-output: its words, with dashes); these are the pull's own.
 VERIFY_FAILED = "verify-failed"  # --verify CMD did not exit 0
 NO_OUTPUT = "no-output"  # the manifest declares no output: nothing to verify
-NOT_FINISHED = "not-finished"  # the task has not ended COMPLETED (nothing to pull)
+NOT_FINISHED = "not-finished"  # the task has not ended on the box (nothing to pull)
 UNREACHABLE = "unreachable"  # the instance did not answer
-DUPLICATE = "duplicate"  # two cells of the pull claim the same output path
 JOB_MARK = "@@campaign-job "
 VERIFY_TIMEOUT_S = 600.0
 PARTIAL_DIR = ".rsync-partial"
@@ -170,115 +167,9 @@ def rsync_argv(box: Instance, deploy: str, files_from: str, dest: Path) -> list[
     ]
 
 
-def digest(path: Path) -> tuple[int, str]:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return path.stat().st_size, sha.hexdigest()
-
-
-Verify = Callable[[Sequence[str]], tuple[bool, str]]
-
-
-def verifier(command: str, *, root: Path) -> Verify:
-    """``--verify CMD``: run once per cell in the checkout, ``{out}`` replaced by the cell's
-    first output (else every output appended); exit 0 is evidence, anything else is not."""
-    words = shlex.split(command)
-    if not words:
-        raise UsageError(message="--verify is empty", hint="e.g. --verify 'python load.py {out}'")
-
-    def run(paths: Sequence[str]) -> tuple[bool, str]:
-        argv = (
-            [w.replace("{out}", paths[0]) for w in words]
-            if any("{out}" in w for w in words)
-            else [*words, *paths]
-        )
-        try:
-            done = subprocess.run(
-                argv, cwd=root, capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return False, f"{words[0]}: {exc}"
-        last = (done.stderr or done.stdout).strip().splitlines()
-        return done.returncode == 0, (last[-1][:200] if last else f"exit {done.returncode}")
-
-    return run
-
-
-def judge(
-    share: Placed,
-    index: int,
-    target: str,
-    listed: Sequence[Mapping[str, Any]] | None,
-    *,
-    root: Path,
-    verify: Verify | None,
-) -> Cell:
-    """One cell's verdict from what the box listed and what is now in this checkout."""
-
-    def cell(verdict: str, detail: str = "", files: Sequence[str] = ()) -> Cell:
-        return Cell(
-            ledger_id=share.ledger_id,
-            job_id=share.job_id,
-            index=index,
-            target=target,
-            instance=share.instance.name,
-            verdict=verdict,
-            detail=detail,
-            files=tuple(files),
-        )
-
-    if listed is None:
-        return cell(NOT_FINISHED, "the box has no finished task for it")
-    if not listed:
-        return cell(NO_OUTPUT, "the manifest declares no output for this cell")
-    paths: list[str] = []
-    for entry in listed:
-        rel = safe_relative(entry.get("path"))
-        if rel is None:
-            return cell(MISSING, f"the box named an unsafe path {entry.get('path')!r}")
-        if entry.get("size") is None:
-            return cell(MISSING, f"{rel}: not on the box")
-        if entry.get("size") == 0:
-            return cell(EMPTY, f"{rel}: 0 bytes on the box", paths)
-        local = root / rel
-        if not local.is_file():
-            return cell(MISSING, f"{rel}: not copied here", paths)
-        size, sha = digest(local)
-        if size != entry.get("size") or sha != entry.get("sha256"):
-            return cell(
-                MISMATCH,
-                f"{rel}: {size} bytes sha256 {sha[:12]} here, box says "
-                f"{entry.get('size')} bytes sha256 {str(entry.get('sha256'))[:12]}",
-            )
-        paths.append(rel)
-    if verify is not None:
-        ok, said = verify(paths)
-        if not ok:
-            return cell(VERIFY_FAILED, said, paths)
-    return cell(VERIFIED, "", paths)
-
-
-def _duplicates(cells: list[Cell]) -> list[Cell]:
-    """Two cells claiming one output path: neither is evidence for itself."""
-    owners: dict[str, list[int]] = {}
-    for n, c in enumerate(cells):
-        for f in c.files:
-            owners.setdefault(f, []).append(n)
-    shared = {n for ns in owners.values() if len(ns) > 1 for n in ns}
-    return [
-        Cell(
-            **{
-                **c.__dict__,
-                "verdict": DUPLICATE,
-                "detail": "an output path another cell of this pull also writes",
-            }
-        )
-        if n in shared and c.verified
-        else c
-        for n, c in enumerate(cells)
-    ]
+def verdict(status: str) -> str:
+    """roster's cell status as the ledger writes it: ``ok`` is ``verified``."""
+    return VERIFIED if status == "ok" else status.replace("_", "-")
 
 
 Call = Callable[..., sshlink.Answer]
@@ -290,53 +181,88 @@ def pull(
     shares: Sequence[Placed],
     targets: Mapping[str, tuple[str, ...]],
     *,
-    verify: Verify | None = None,
+    verify: str | None = None,
     call: Call = sshlink.call,
     run: Run = subprocess.run,
 ) -> list[Cell]:
     """Copy and verify every finished cell of ``shares`` (``targets``: ledger id → the job's
-    targets, by index). One ssh call per instance, one rsync per instance and deploy dir."""
+    targets, by index). One ssh call per instance, one rsync per instance and deploy dir; the
+    verdicts are campaignops.roster's, over every cell of the pull at once (so two cells of one
+    name are both ``duplicate``), then ``verify`` (a command) on those that passed."""
     by_box: dict[str, list[Placed]] = {}
     for share in shares:
         by_box.setdefault(share.instance.name, []).append(share)
-    cells: list[Cell] = []
 
     def name(share: Placed, index: int) -> str:
         got = targets.get(share.ledger_id, ())
         return got[index] if index < len(got) else f"#{index}"
 
+    def cell(
+        share: Placed, index: int, said: str, detail: str = "", files: Sequence[str] = ()
+    ) -> Cell:
+        return Cell(
+            share.ledger_id,
+            share.job_id,
+            index,
+            name(share, index),
+            share.instance.name,
+            said,
+            detail,
+            tuple(files),
+        )
+
+    done: list[Cell] = []  # cells with a verdict before any file is judged
+    judged: list[tuple[Placed, int, roster.Expected]] = []
+    remote: dict[str, roster.FileFact] = {}
     for group in by_box.values():
         box = group[0].instance
-
         try:
             answer = call(box, outputs_command(group))
         except sshlink.Unreachable as exc:
-            cells += [
-                Cell(s.ledger_id, s.job_id, i, name(s, i), box.name, UNREACHABLE, exc.message)
-                for s in group
-                for i in s.indices
-            ]
+            done += [cell(s, i, UNREACHABLE, exc.message) for s in group for i in s.indices]
             continue
         listed = parse_outputs(answer.stdout)
-        for deploy in sorted({s.deploy for s in group}):
-            wanted = sorted(
-                {
-                    rel
-                    for s in group
-                    if s.deploy == deploy
-                    for i in s.indices
-                    for e in listed.get(s.job_id, {}).get(i, [])
-                    if e.get("size") and (rel := safe_relative(e.get("path")))
-                }
-            )
-            if wanted:
-                _fetch(box, deploy, wanted, root, run)
+        wanted: dict[str, set[str]] = {}
         for s in group:
             tasks = listed.get(s.job_id)
             for i in s.indices:
-                got = None if tasks is None else tasks.get(i)
-                cells.append(judge(s, i, name(s, i), got, root=root, verify=verify))
-    return _duplicates(cells)
+                entries = None if tasks is None else tasks.get(i)
+                if entries is None:
+                    done.append(cell(s, i, NOT_FINISHED, "the box has no finished task for it"))
+                    continue
+                unsafe = [e.get("path") for e in entries if safe_relative(e.get("path")) is None]
+                if unsafe:  # never written here
+                    done.append(
+                        cell(s, i, "missing", f"the box named an unsafe path {unsafe[0]!r}")
+                    )
+                    continue
+                paths = []
+                for e in entries:
+                    rel = str(safe_relative(e.get("path")))
+                    paths.append(rel)
+                    size, sha = e.get("size"), e.get("sha256")
+                    if isinstance(size, int) and isinstance(sha, str):
+                        remote[rel] = roster.FileFact(size, sha)
+                        wanted.setdefault(s.deploy, set()).add(rel)
+                judged.append((s, i, roster.Expected(name(s, i), tuple(paths))))
+        for deploy, files in sorted(wanted.items()):
+            _fetch(box, deploy, sorted(files), root, run)
+    expected = [e for _, _, e in judged]
+    pulled = roster.local_facts(root, {p for e in expected for p in e.outputs})
+    found = roster.reconcile(expected, pulled, remote)
+    loaded = (
+        {id(c): v for c, v in zip(found.cells, roster.verify(verify, found, cwd=root), strict=True)}
+        if verify
+        else {}
+    )
+    for (s, i, want), report in zip(judged, found.cells, strict=True):
+        checked = loaded.get(id(report))
+        if checked is not None and checked.status == "failed":
+            done.append(cell(s, i, VERIFY_FAILED, checked.detail, want.outputs))
+        else:
+            detail = "" if report.ok else report.detail
+            done.append(cell(s, i, verdict(report.status), detail, want.outputs))
+    return done
 
 
 def _fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run) -> None:

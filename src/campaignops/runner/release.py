@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, ledger_snapshot
+from campaignops import ledger, ledger_snapshot, roster
 from campaignops.errors import CampaignError, UsageError
 from campaignops.runner import backends, ledger_writer, pull, sshinstances, sshlink
 from campaignops.runner.sshinstances import Instance
@@ -72,8 +72,9 @@ def run_pull(
     if not shares:
         return Pulled(cells=())
     targets = {j.ledger_id: j.targets for j in jobs}
-    check = pull.verifier(verify, root=root) if verify else None
-    cells = pull.pull(root, shares, targets, verify=check, call=call, run=run)
+    if verify is not None:
+        roster.verify_argv(verify, ())  # a bad command is refused before anything is copied
+    cells = pull.pull(root, shares, targets, verify=verify, call=call, run=run)
     records = pull.records(cells, time=now)
     if records:
         ledger_writer.append(root, records)
