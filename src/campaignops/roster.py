@@ -2,11 +2,9 @@
 
 The contract, for the command that pulls (it owns the transport, this module owns the verdict):
 
-1. Before the pull, the box writes a manifest of the outputs it holds: for each file, its size
-   and sha256, as JSON ``{"files": {"<path>": {"size": N, "sha256": "<hex>"}}}`` (paths
-   relative to the campaign directory on the box, POSIX, as in the manifests' output_check).
-   :func:`box_argv` is the command that prints it there with only ``python3`` (one SSH call);
-   :func:`manifest_text` renders the same here and :func:`parse_manifest` reads it back.
+1. Before the pull, the box says which outputs it holds, each file's size and sha256, paths
+   relative to the deploy directory (the box executor's ``outputs`` command, computed there:
+   campaignops.runner.pull reads it into :class:`FileFact` values).
 2. After the pull, :func:`local_facts` hashes the pulled files (same relative paths, under the
    local campaign root).
 3. :func:`reconcile` compares the expected cells (names and output_check paths) with both and
@@ -29,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shlex
 import signal
@@ -152,71 +149,6 @@ def reconcile(
     claimed = {p for cell in expected for p in cell.outputs}
     extras = tuple(sorted(p for p in remote if p not in claimed))
     return Roster(tuple(reports), extras)
-
-
-# -- the box's manifest -----------------------------------------------------------------------
-
-
-# Run on the box with its own python3 (no campaignops there), from the campaign directory, with
-# the output paths as arguments: prints the manifest of those that are regular files (a symlink
-# as the file it names; a missing path is left out, which the roster reads as "missing").
-BOX_SCRIPT = """\
-import hashlib, json, os, sys
-files = {}
-for rel in sys.argv[1:]:
-    if not os.path.isfile(rel):
-        continue
-    digest, size = hashlib.sha256(), 0
-    with open(rel, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-            size += len(chunk)
-    files[rel] = {"size": size, "sha256": digest.hexdigest()}
-json.dump({"files": files}, sys.stdout, indent=1, sort_keys=True)
-sys.stdout.write("\\n")
-"""
-
-
-def box_argv(paths: Sequence[str], *, python: str = "python3") -> tuple[str, ...]:
-    """The command that prints the box's manifest of ``paths`` (run it from the campaign
-    directory there; over ssh, join it with shlex.join). A path starting with ``-`` is
-    safe: the script reads every argument after ``-c`` as a path."""
-    return (python, "-c", BOX_SCRIPT, *paths)
-
-
-def manifest_text(facts: Mapping[str, FileFact]) -> str:
-    """The manifest's JSON text (sorted paths), as the box writes it."""
-    files = {p: {"size": f.size, "sha256": f.sha256} for p, f in sorted(facts.items())}
-    return json.dumps({"files": files}, indent=1, sort_keys=True) + "\n"
-
-
-def parse_manifest(text: str, *, path: str) -> dict[str, FileFact]:
-    """The box's manifest, or InputError (exit 2) naming ``path`` and what is wrong."""
-    hint = 'expected {"files": {"<path>": {"size": N, "sha256": "<64 hex>"}}}'
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(path=path, message=f"not JSON: {exc}", hint=hint) from None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, dict):
-        raise InputError(path=path, message="no 'files' object", hint=hint)
-    facts = {}
-    for name, fact in files.items():
-        size = fact.get("size") if isinstance(fact, dict) else None
-        digest = fact.get("sha256") if isinstance(fact, dict) else None
-        if (
-            isinstance(size, bool)
-            or not isinstance(size, int)
-            or size < 0
-            or not isinstance(digest, str)
-            or len(digest) != 64
-            or any(ch not in "0123456789abcdefABCDEF" for ch in digest)
-        ):
-            raise InputError(
-                path=path, message=f"entry {name!r} is not a size and sha256", hint=hint
-            )
-        facts[name] = FileFact(size, digest.lower())
-    return facts
 
 
 def file_fact(path: Path) -> FileFact:
