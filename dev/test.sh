@@ -14,5 +14,8 @@ mypy
 # munge) up front; tests/runner/conftest.py starts the cluster for the session and stops it.
 # Under CI=true the Slurm tests must run: the fixture fails instead of skipping.
 if [ "$(id -u)" -eq 0 ]; then python3 dev/slurm_cluster.py install; fi
+# As root, sshd, rsync and tmux for the ssh backend's tests: the ssh_boxes fixture
+# (tests/sshboxes.py) starts two sshd on 127.0.0.1 with a user each; under CI=true they must run.
+if [ "$(id -u)" -eq 0 ]; then python3 -c 'import sys; sys.path.insert(0, "."); from tests import sshboxes; sshboxes.install()'; fi
 # pytest exits 5 when it collected no test: that fails this script too, as it should.
 python -m pytest "$@"

@@ -129,6 +129,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(
         "CAMPAIGNOPS_TEMPLATE_CACHE", tempfile.mkdtemp(prefix="campaignops-template-cache-")
     )
+    config.addinivalue_line("markers", "ssh: runs against two real sshd on 127.0.0.1")
 
 
 def _cluster_module() -> ModuleType:
@@ -140,9 +141,9 @@ def _cluster_module() -> ModuleType:
     return module
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str, *, what: str = "Slurm") -> None:
     if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: the Slurm tests must run, but {reason}", pytrace=False)
+        pytest.fail(f"CI=true: the {what} tests must run, but {reason}", pytrace=False)
     pytest.skip(reason)
 
 
@@ -168,4 +169,28 @@ def slurm_cluster() -> Iterator[Any]:
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = saved
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ssh_boxes() -> Iterator[Any]:
+    """Two real sshd on 127.0.0.1, each with a user of its own (tests/sshboxes.py): the two
+    rented boxes of the ssh backend's tests. Root only; skipped elsewhere, except under
+    CI=true, where the ssh tests must run."""
+    from tests import sshboxes
+
+    if os.geteuid() != 0:
+        _unavailable("the ssh boxes need root (useradd, sshd)", what="ssh")
+    if sshboxes.missing() and shutil.which("apt-get") is None:
+        _unavailable(f"openssh-server is not installed: {sshboxes.missing()}", what="ssh")
+    sshboxes.install()
+    base = Path(tempfile.mkdtemp(prefix="campaignops-ssh-"))
+    made: list[Any] = []
+    try:
+        for name in ("box1", "box2"):
+            made.append(sshboxes.make_box(name, base))
+        yield tuple(made)
+    finally:
+        for box in made:
+            sshboxes.remove_box(box)
         shutil.rmtree(base, ignore_errors=True)

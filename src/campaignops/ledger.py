@@ -160,6 +160,8 @@ class Task:
     # its category; both None when nothing matched or the task was never diagnosed.
     entry: str | None = None
     category: str | None = None
+    # campaign pull's verdict on the task's outputs (ssh backends): "verified", or what is wrong.
+    pulled: str | None = None
 
     @classmethod
     def of(cls, index: int, fields: Mapping[str, Any]) -> Task:
@@ -184,6 +186,7 @@ class Task:
             req_mem=text("req_mem"),
             entry=entry if isinstance(entry, str) else None,
             category=category if isinstance(category, str) else None,
+            pulled=text("pulled"),
         )
 
     @property

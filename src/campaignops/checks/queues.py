@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from campaignops import gitrefs, layout, queuefile
+from campaignops import gitrefs, layout, queuefile, queueparts
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.files import FileReader
@@ -62,7 +62,11 @@ def _format_and_configs(
                 yield CODES["QUEUE002"].at(rel, cell.line, 1, cfg=cell.cfg, problem=why)
 
 
-def _duplicates(ctx: CheckContext, parsed: dict[str, queuefile.QueueFile]) -> Iterator[Finding]:
+def _duplicates(
+    ctx: CheckContext,
+    parsed: dict[str, queuefile.QueueFile],
+    copies: frozenset[tuple[str, int]] = frozenset(),
+) -> Iterator[Finding]:
     """Each later use of a name is reported against the first (in path, line order). When only
     the first is among the files checked (a pre-commit run given a new queue that sorts first),
     it is reported against the second, so the collision is caught whichever file was passed."""
@@ -70,7 +74,8 @@ def _duplicates(ctx: CheckContext, parsed: dict[str, queuefile.QueueFile]) -> It
     uses: dict[str, list[tuple[str, queuefile.Cell]]] = {}
     for rel in sorted(parsed):
         for cell in parsed[rel].cells:
-            uses.setdefault(cell.name, []).append((rel, cell))
+            if (rel, cell.line) not in copies:  # a split part's copy of its queue's cell
+                uses.setdefault(cell.name, []).append((rel, cell))
     for name, where in uses.items():
         if len(where) < 2:
             continue
@@ -120,11 +125,13 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
     """Line format and config paths of the files checked; cell names across every queue file
     (so a pre-commit run given one file still sees the others); with ``ctx.base``, append-only."""
     parsed: dict[str, queuefile.QueueFile] = {}
+    sources: dict[str, str | None] = {}
     for rel in dict.fromkeys((*ctx.of(layout.QUEUE), *ctx.all_of(layout.QUEUE))):
         text = ctx.reader.read_text(rel)
         if text is not None:
             parsed[rel] = queuefile.parse(text)
+            sources[rel] = queueparts.part_source(text)
     yield from _format_and_configs(ctx, parsed)
-    yield from _duplicates(ctx, parsed)
+    yield from _duplicates(ctx, parsed, queueparts.copies(parsed, sources))
     if ctx.base is not None:
         yield from _append_only(ctx, ctx.base)

@@ -14,7 +14,19 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from campaignops import __version__, safetext
-from campaignops.cli import audit, diagnose, files, jobs, lessons, new, publish, review, update
+from campaignops.cli import (
+    audit,
+    boxes,
+    diagnose,
+    files,
+    jobs,
+    lessons,
+    new,
+    publish,
+    review,
+    split,
+    update,
+)
 from campaignops.errors import CampaignError
 
 Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
@@ -28,7 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"campaignops {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (files, new, update, jobs, diagnose, lessons, audit, review, publish):
+    for module in (
+        files,
+        new,
+        update,
+        jobs,
+        boxes,
+        split,
+        diagnose,
+        lessons,
+        audit,
+        review,
+        publish,
+    ):
         module.register(sub)
     return parser
 

@@ -163,6 +163,17 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("\nspent against budget:", file=out)
         for line in aligned(spent):
             print(f"  {line}", file=out)
+    from campaignops.runner import meter
+
+    now = datetime.now(timezone.utc)
+    boxes, cap = meter.read(root, sources.ledger().jobs)
+    if boxes:
+        print("\nSSH instances (since the first job placed on each):", file=out)
+        for line in aligned("\n".join(meter.lines(boxes, now))):
+            print(f"  {line}", file=out)
+        warned = meter.warning(boxes, now, cap)
+        if warned:
+            print(warned, file=err)
     print(f"STATUS.md: {root / 'STATUS.md'}\nledger: {root / layout.LEDGER_FILE}", file=out)
     return 0
 

@@ -1,14 +1,16 @@
 """The one interface every backend provides (``Backend``), and which backend a page picks.
 
 A backend page's front matter picks the module: `scheduler: slurm` → slurm, `scheduler: pbs`
-→ pbs, `kind: local` → local. Rented GPUs, bare SSH boxes and Kubernetes have pages but no
-runner module yet: submitting to them is refused with that reason.
+→ pbs, `kind: local` → local, `kind: ssh` → ssh (rented GPUs and bare SSH boxes). Kubernetes,
+notebooks and clouds have pages but no runner module yet: submitting to them is refused with
+that reason.
 
 Everything a scheduler does its own way lives in its module: the script it takes, how its ids
 and its answers read, how an array's task states fold into a job state, its cancel command and
 its task ids, where a task's log goes, which of its errors are worth a retry. The slurm and pbs
 modules are the interface themselves (mypy checks each against ``Backend`` below); the local
-backend is ``local.LocalBackend``, which fills in the checkout's state directory. Adding a
+backend is ``local.LocalBackend``, which fills in the checkout's state directory, and the ssh
+backend ``sshbox.SshBackend``, which also knows its page's name (the page lists the instances). Adding a
 backend is one module and one line in ``MODULES``.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Protocol
 
 from campaignops import views
 from campaignops.errors import InputError, UsageError
-from campaignops.runner import local, pbs, scheduler, slurm
+from campaignops.runner import local, pbs, scheduler, slurm, sshbox
 from campaignops.runner.spec import JobSpec, JobState
 
 Run = scheduler.Runs
@@ -72,15 +74,17 @@ class Backend(Protocol):
     def log_path(self, job_id: str, *, name: str, index: int | None) -> str: ...
 
 
-def _module(backend: Backend) -> Callable[[Path], Backend]:
+def _module(backend: Backend) -> Callable[[Path, str], Backend]:
     """A scheduler module is the same for every checkout."""
-    return lambda root: backend
+    return lambda root, name: backend
 
 
-MODULES: Mapping[str, Callable[[Path], Backend]] = {
+# (checkout root, backend page name) → the backend.
+MODULES: Mapping[str, Callable[[Path, str], Backend]] = {
     "slurm": _module(slurm),
     "pbs": _module(pbs),
-    "local": local.LocalBackend,
+    "local": lambda root, name: local.LocalBackend(root),
+    "ssh": sshbox.SshBackend,
 }
 
 
@@ -150,7 +154,8 @@ def module_for(page: Mapping[str, Any] | None) -> str | None:
     scheduler_name = page.get("scheduler")
     if scheduler_name in ("slurm", "pbs"):
         return str(scheduler_name)
-    return "local" if page.get("kind") == "local" else None
+    kind = page.get("kind")
+    return str(kind) if kind in ("local", "ssh") else None
 
 
 def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backend:
@@ -159,8 +164,8 @@ def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backen
         kind = (page or {}).get("kind", "unknown")
         raise UsageError(
             message=f"backend {name!r} (kind {kind}) has no runner module: campaign submit "
-            "drives Slurm, PBS Pro and the local machine",
+            "drives Slurm, PBS Pro, SSH boxes and the local machine",
             hint=f"follow backends/{name}.md to start jobs there by hand, or submit to another "
             "authorized backend",
         )
-    return MODULES[module](root)
+    return MODULES[module](root, name)

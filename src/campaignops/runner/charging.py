@@ -51,9 +51,29 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _instances_model(page: Mapping[str, Any]) -> Charging | None:
+    """A kind: ssh page without a charging block: its instances' prices. A task holds one of
+    an instance's task slots (a GPU of ``gpus``, else the whole box) for its hours, and the
+    indices are dealt evenly, so a task's rate is the mean over instances of price / slots:
+    tasks × rate × hours is then what the boxes bill while the job runs."""
+    instances = page.get("instances")
+    if page.get("kind") != "ssh" or not isinstance(instances, list):
+        return None
+    rates = []
+    for box in instances:
+        price = _number(box.get("usd_per_hour")) if isinstance(box, Mapping) else None
+        if price is None:
+            return None  # an instance without a price: the gate cannot bound the cost
+        gpus = box.get("gpus")
+        rates.append(price / (len(gpus) if isinstance(gpus, list) and gpus else 1))
+    return Charging(unit=USD, per="node", per_hour=sum(rates) / len(rates)) if rates else None
+
+
 def charging(page: Mapping[str, Any] | None) -> Charging | None:
     """The page's charging model, or None (no block, or one `campaign check` refuses)."""
     block = page.get("charging") if page else None
+    if block is None and page:
+        return _instances_model(page)
     if not isinstance(block, Mapping) or block.get("unit") not in (*HPC_UNITS, USD):
         return None
     unit = str(block["unit"])

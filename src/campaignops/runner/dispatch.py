@@ -144,7 +144,13 @@ def execute(
             root,
             [
                 lw.result_record(
-                    ledger_id=lid, time=now(), job_id=job_id, submitted=now(), state="PENDING"
+                    ledger_id=lid,
+                    time=now(),
+                    job_id=job_id,
+                    submitted=now(),
+                    state="PENDING",
+                    # Only the ssh backend says where its job runs (sshbox.placement).
+                    placement=getattr(be, "placement", lambda _: None)(out.stdout),
                 )
             ],
         )

@@ -119,10 +119,12 @@ def result_record(
     error: str | None = None,
     outcome: str | None = None,
     reason: str | None = None,
+    placement: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Written after the scheduler call: the job id (state PENDING), the error that refused
     the submission (no job id, no state), or ``outcome="unknown"`` with the reason when the
-    call timed out or its answer could not be read (the job may be queued)."""
+    call timed out or its answer could not be read (the job may be queued). ``placement``:
+    where an ssh job runs (instance, commit, remote directory, executor pid per instance)."""
     return _record(
         "result",
         ledger_id,
@@ -133,6 +135,7 @@ def result_record(
         error=error,
         outcome=outcome,
         reason=reason,
+        placement=placement,
     )
 
 
@@ -242,3 +245,43 @@ def append(root: Path, records: Iterable[Mapping[str, Any]]) -> None:
     validated first: one invalid record and nothing is written."""
     lines = [encode(record) for record in records]
     journal.append_lines(root / layout.LEDGER_FILE, lines)
+
+
+def pull_record(
+    *, ledger_id: str, time: dt.datetime, verdicts: Mapping[int, str]
+) -> dict[str, Any]:
+    """campaign pull's verdict on each cell it looked at (``verdicts``: task index → verdict),
+    merged task by task into the job like a state record's tasks."""
+    stamp = format_time(time)
+    return _record(
+        "pull",
+        ledger_id,
+        time,
+        tasks={str(i): {"pulled": v, "pulled_at": stamp} for i, v in sorted(verdicts.items())},
+    )
+
+
+def release_record(
+    *,
+    ledger_id: str,
+    time: dt.datetime,
+    instance: str,
+    indices: Sequence[int],
+    command: str | None,
+    ran: bool,
+    exit_code: int | None = None,
+) -> dict[str, Any]:
+    """campaign release let go of ``instance``: its stop or destroy command, whether it ran (and
+    how it ended), and each of this job's tasks on it marked ``released``."""
+    stamp = format_time(time)
+    return _record(
+        "release",
+        ledger_id,
+        time,
+        release_instance=instance,
+        release_at=stamp,
+        release_command=command,
+        release_ran=ran,
+        release_exit=exit_code,
+        tasks={str(i): {"released": stamp} for i in sorted(indices)},
+    )

@@ -128,12 +128,15 @@ class CatalogFixes(Mapping[str, str]):
 
 
 def failed_targets(jobs: Sequence[ledger.Job], stage: str, among: Sequence[str]) -> list[str]:
-    """Targets (of ``among``) whose latest attempt at ``stage`` ended without success."""
+    """Targets (of ``among``) whose latest attempt at ``stage`` ended without success, or whose
+    outputs campaign pull found missing, empty or different from the box's (ssh backends)."""
     latest = ledger.latest_attempts(jobs, stage)
     out = []
     for target in among:
         task = latest.get(target)
-        if task is not None and task.finished and not task.succeeded:
+        if task is None or not task.finished:
+            continue
+        if not task.succeeded or task.pulled not in (None, "verified", "no-output"):
             out.append(target)
     return out
 

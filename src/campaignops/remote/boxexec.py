@@ -1,0 +1,639 @@
+"""The box executor: runs one job's tasks on a GPU box reached over SSH (docs/runner.md, "The box
+executor"). Standard library only, Python 3.8+, one file: the ssh backend copies it byte for byte
+to ``<workdir>/.campaignops/boxexec-<sha256[:12]>.py``. Every command prints one JSON document.
+
+``start JOBDIR`` detaches ``run JOBDIR`` (tmux, else a new session) unless an executor holds
+``JOBDIR/executor.lock``; ``run`` is the loop and writes ``state.json`` atomically on every change;
+``status ROOT [JOB…]`` answers for every job of an instance at once; ``cancel JOBDIR [--tasks
+1,4]``; ``outputs JOBDIR``. Each task attempt runs under ``wrap`` (this file again), the leader
+of its own session, which writes ``receipts/<index>.<attempt>.json`` when the task ends: the
+receipt, not the executor, is the record that survives an executor killed meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+FINISHED = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED")
+# A finished job is as bad as its worst task (campaignops.runner.spec.WORST_FIRST).
+WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED")
+REASONS = {96: "precondition", 97: "output-missing"}  # the rendered script's own exit codes
+NVSMI = (
+    "nvidia-smi",
+    "--query-gpu=index,memory.used,memory.total",
+    "--format=csv,noheader,nounits",
+)
+PUBLIC = ("state", "exit_code", "start", "end", "attempts", "gpu", "reason")
+SESSION = "campaignops-"
+TMUX_SOCKET = os.environ.get("BOXEXEC_TMUX_SOCKET", "campaignops")
+TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
+GPU_POLL_S = float(os.environ.get("BOXEXEC_GPU_POLL_S", "10"))  # a busy box is not asked more
+TAIL_LINES, TAIL_BYTES = 200, 1 << 18
+
+
+class BoxError(Exception):
+    def __init__(self, *, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    tmp.replace(path)
+
+
+def proc_ticks(pid: Any) -> int | None:
+    """The start time of a live process (``/proc/PID/stat`` field 22), None for a dead or zombie
+    one: a pid alone may be reused, and ``kill -0`` succeeds on a zombie."""
+    if not isinstance(pid, int) or pid <= 1:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()
+        return None if fields[0] in (b"Z", b"X") else int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def alive(record: Any) -> bool:
+    return isinstance(record, dict) and proc_ticks(record.get("pid")) == record.get("ticks")
+
+
+def killpg(pgid: Any, sig: int) -> None:
+    if isinstance(pgid, int) and pgid > 1:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+
+
+def parse_gpus(text: str) -> list[dict[str, Any]]:
+    """Rows of nvidia-smi's ``index,memory.used,memory.total`` query; ``[N/A]`` reads None."""
+
+    def mib(cell: str) -> int | None:
+        try:
+            return int(float(cell.split()[0]))
+        except (ValueError, IndexError):
+            return None
+
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 3 and cells[0].isdigit():
+            used, total = mib(cells[1]), mib(cells[2])
+            rows.append(
+                {"index": int(cells[0]), "memory_used_mib": used, "memory_total_mib": total}
+            )
+    return rows
+
+
+def query_gpus() -> tuple[list[dict[str, Any]] | None, str]:
+    """(rows, "") or (None, why nvidia-smi gave none)."""
+    try:
+        out = subprocess.run(
+            NVSMI, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+    except FileNotFoundError:
+        return None, "nvidia-smi is not on PATH"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"nvidia-smi: {exc}"
+    if out.returncode != 0:
+        lines = (out.stderr or out.stdout).decode("utf-8", "replace").strip().splitlines()
+        return None, "nvidia-smi exited {}: {}".format(out.returncode, lines[0] if lines else "")
+    return parse_gpus(out.stdout.decode("utf-8", "replace")), ""
+
+
+def load_job(jobdir: Path) -> dict[str, Any]:
+    job = read_json(jobdir / "job.json")
+    hint = "the ssh backend writes job.json before start; submit again"
+    if not isinstance(job, dict) or not (jobdir / "script.sh").is_file():
+        raise BoxError(message=f"{jobdir}: no readable job.json and script.sh", hint=hint)
+    indices = job.get("indices")
+    if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
+        raise BoxError(message=f"{jobdir}/job.json: indices is not a list of integers", hint=hint)
+    job.setdefault("job_id", jobdir.name)
+    return job
+
+
+def fold(tasks: Sequence[dict[str, Any]]) -> str:
+    states = [t["state"] for t in tasks]
+    if all(s in FINISHED for s in states):
+        return next((w for w in WORST_FIRST if w in states), "COMPLETED")
+    fresh = all(t["state"] == "PENDING" and not t["attempts"] for t in tasks)
+    return "PENDING" if fresh else "RUNNING"
+
+
+def lock(jobdir: Path) -> int | None:
+    """The executor lock's descriptor, or None when another process holds it."""
+    fd = os.open(str(jobdir / "executor.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+class Executor:
+    def __init__(self, jobdir: Path) -> None:
+        self.dir, self.job = jobdir, load_job(jobdir)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.gpu_wait_until, self.gpu_why, self.last = 0.0, "", ""
+        state = read_json(jobdir / "state.json")
+        if not isinstance(state, dict) or not isinstance(state.get("tasks"), dict):
+            state = {"job_id": self.job["job_id"], "state": "PENDING", "reason": None,
+                     "started": None, "ended": None, "tasks": {}}  # fmt: skip
+        for i in self.job["indices"]:
+            state["tasks"].setdefault(str(i), {
+                "state": "PENDING", "exit_code": None, "start": None, "end": None, "attempts": 0,
+                "gpu": None, "reason": None, "pid": None, "ticks": None, "t0": None,
+                "not_before": 0.0, "log_offset": 0, "stop": None, "term_at": None,
+                "warned": False, "killed": False,
+            })  # fmt: skip
+        self.state, self.tasks = state, state["tasks"]
+        self.order = [str(i) for i in self.job["indices"]]
+
+    # --- files ------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        text = json.dumps(self.state, sort_keys=True)
+        if text != self.last:  # an unchanged state is not rewritten every tick
+            write_json(self.dir / "state.json", self.state)
+            self.last = text
+
+    def log(self, key: str) -> Path:
+        name = str(self.job.get("log_name") or "{}-{}_{{index}}.out".format(
+            self.job.get("name", "job"), self.job["job_id"]))  # fmt: skip
+        name = name.replace("{index}", key).replace("%a", key)
+        return (
+            Path(self.job.get("workdir") or self.dir) / str(self.job.get("log_dir", "logs")) / name
+        )
+
+    def requests(self) -> tuple[bool, set[str]]:
+        try:
+            lines = (self.dir / "cancel-tasks").read_text(encoding="utf-8").split()
+        except OSError:
+            lines = []
+        return (self.dir / "cancel").exists(), set(lines)
+
+    def parents(self) -> str:
+        states = []
+        for job_id in self.job.get("after") or ():
+            parent = self.dir.parent / str(job_id)
+            record = read_json(parent / "state.json")
+            found = record.get("state") if isinstance(record, dict) else "PENDING"
+            states.append(found if parent.is_dir() else "UNKNOWN")
+        if all(s == "COMPLETED" for s in states):
+            return "ok"
+        # afterok can never hold once one parent ended otherwise (Slurm's DependencyNeverSatisfied)
+        return "never" if any(s in FINISHED or s == "UNKNOWN" for s in states) else "wait"
+
+    # --- GPUs --------------------------------------------------------------------------------
+
+    def held(self) -> set[int]:
+        """GPUs a live task of any job on this box holds (a task that just started has not
+        allocated its memory yet, so nvidia-smi alone would hand its GPU out again)."""
+        gpus = {t["gpu"] for t in self.tasks.values() if t["state"] == "RUNNING"}
+        for sibling in self.dir.parent.iterdir() if self.dir.parent.is_dir() else ():
+            record = read_json(sibling / "state.json") if sibling != self.dir else None
+            for t in (record.get("tasks") or {}).values() if isinstance(record, dict) else ():
+                if isinstance(t, dict) and t.get("state") == "RUNNING" and alive(t):
+                    gpus.add(t.get("gpu"))
+        return {g for g in gpus if isinstance(g, int)}
+
+    def pick_gpu(self) -> int | None:
+        if time.time() < self.gpu_wait_until:
+            return None
+        rows, why = query_gpus()  # again before every launch: memory moves
+        if rows is None:
+            self.gpu_why = why
+        else:
+            mine, threshold = self.held(), int(self.job.get("gpu_free_threshold_mib") or 500)
+            by_index = {r["index"]: r for r in rows}
+            notes = []
+            for gpu in self.job["gpus"]:
+                row, used = by_index.get(gpu), by_index.get(gpu, {}).get("memory_used_mib")
+                if row is None:
+                    notes.append(f"{gpu}: not in nvidia-smi's list")
+                elif used is None:
+                    notes.append(f"{gpu}: memory.used is [N/A]")
+                elif used >= threshold:
+                    notes.append(f"{gpu}: {used} MiB used")
+                elif gpu in mine:
+                    notes.append(f"{gpu}: held by a task")
+                else:
+                    return int(gpu)
+            self.gpu_why = "no GPU below {} MiB ({})".format(threshold, "; ".join(notes))
+        self.gpu_wait_until = time.time() + GPU_POLL_S
+        return None
+
+    # --- tasks -------------------------------------------------------------------------------
+
+    def argv(self) -> list[str]:
+        script, conda = str(self.dir / "script.sh"), self.job.get("conda")
+        if not conda:
+            return ["bash", script]
+        line = 'source "$1" && conda activate "$2" && exec bash "$3"'
+        return ["bash", "-c", line, "boxexec", str(conda["hook"]), str(conda["env"]), script]
+
+    def launch(self, key: str, gpu: int | None) -> None:
+        t = self.tasks[key]
+        t["attempts"] += 1
+        log = self.log(key)
+        receipt = self.dir / "receipts" / "{}.{}.json".format(key, t["attempts"])
+        env = dict(os.environ, CAMPAIGN_TASK_INDEX=key)
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        wrap = [sys.executable, str(Path(__file__).resolve()), "wrap", str(receipt), "--"]
+        try:
+            receipt.parent.mkdir(exist_ok=True)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            t["log_offset"] = log.stat().st_size if log.exists() else 0
+            with log.open("ab") as out:
+                proc = subprocess.Popen(
+                    wrap + self.argv(), cwd=str(self.job.get("workdir") or self.dir), env=env, stdin=subprocess.DEVNULL,
+                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                )  # fmt: skip
+        except OSError as exc:
+            t.update(state="FAILED", start=now(), end=now(), reason=f"cannot start: {exc}")
+            return
+        self.procs[key] = proc
+        t.update(state="RUNNING", pid=proc.pid, ticks=proc_ticks(proc.pid), t0=time.time(),
+                 start=now(), end=None, exit_code=None, gpu=gpu, reason=None, stop=None,
+                 term_at=None, warned=False, killed=False)  # fmt: skip
+
+    def stop(self, key: str, why: str) -> None:
+        t = self.tasks[key]
+        if t["stop"] is None:
+            t["stop"], t["term_at"] = why, time.time()
+            killpg(t["pid"], signal.SIGTERM)
+
+    def poll(self, key: str) -> None:
+        t, proc = self.tasks[key], self.procs.get(key)
+        if proc is not None:
+            # WNOWAIT: the leader stays a zombie, so its group id is not reused while what the
+            # task left behind in the group is killed.
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
+                return self.ended(key, code if code >= 0 else 128 - code)
+        elif not alive(t):  # adopted from an earlier executor: only its receipt can tell
+            return self.ended(key, None)
+        age, limit, warning = (
+            time.time() - t["t0"],
+            self.job.get("time_limit_s"),
+            self.job.get("warning"),
+        )
+        if limit and warning and not t["warned"] and age >= limit - warning["seconds"]:
+            t["warned"] = True  # to the wrapper, which passes it to the batch shell only
+            os.kill(t["pid"], getattr(signal, "SIG" + str(warning["signal"])))
+        if limit and age >= limit:
+            self.stop(key, "TIMEOUT")
+        wait = float(self.job.get("kill_wait_s") or 30)
+        if t["stop"] and not t["killed"] and time.time() - t["term_at"] >= wait:
+            t["killed"] = True
+            killpg(t["pid"], signal.SIGKILL)
+        return None
+
+    def ended(self, key: str, code: int | None) -> None:
+        t = self.tasks[key]
+        self.procs.pop(key, None)
+        receipt = read_json(self.dir / "receipts" / "{}.{}.json".format(key, t["attempts"]))
+        if isinstance(receipt, dict) and isinstance(receipt.get("exit_code"), int):
+            code = receipt["exit_code"]
+        t.update(end=now(), exit_code=code, pid=None, ticks=None)
+        retry = self.job.get("oom_retry")
+        if t["stop"]:
+            t["state"] = t["stop"]
+        elif code is None:  # died with no receipt while no executor watched: run it again
+            t.update(state="PENDING", gpu=None, end=None, reason="lost: ended without a receipt")
+        elif code == 0:
+            t["state"] = "COMPLETED"
+        elif code in REASONS:
+            t.update(state="FAILED", reason=REASONS[code])
+        elif retry and self.oom_seen(key, retry.get("patterns") or ()):
+            if t["attempts"] < int(retry.get("max_attempts") or 1):
+                reason = "oom: attempt {} of {}; retried".format(
+                    t["attempts"], retry["max_attempts"]
+                )
+                delay = float(retry.get("delay_s") or 0)
+                t.update(state="PENDING", gpu=None, reason=reason, not_before=time.time() + delay)
+            else:
+                t.update(state="OUT_OF_MEMORY", reason="oom: {} attempts".format(t["attempts"]))
+        else:
+            t["state"] = "FAILED"
+
+    def oom_seen(self, key: str, patterns: Sequence[str]) -> bool:
+        """A pattern in the last lines this attempt wrote (not an earlier attempt's OOM)."""
+        log, start = self.log(key), int(self.tasks[key]["log_offset"])
+        try:
+            with log.open("rb") as f:
+                f.seek(max(start, log.stat().st_size - TAIL_BYTES))
+                lines = f.read().decode("utf-8", "replace").splitlines()[-TAIL_LINES:]
+        except OSError:
+            return False
+        compiled = [re.compile(p) for p in patterns]
+        return any(p.search(line) for p in compiled for line in lines)
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def resume(self) -> None:
+        """Tasks an earlier executor left RUNNING: alive → adopted; else the receipt decides."""
+        for key, t in self.tasks.items():
+            if t["state"] == "RUNNING" and not alive(t):
+                self.ended(key, None)
+
+    def step(self, launching: bool) -> bool:
+        """One tick; True once every task has finished."""
+        everything, some = self.requests()
+        verdict = self.parents()
+        for key in self.order:
+            t = self.tasks[key]
+            if t["state"] == "RUNNING":
+                if everything or key in some:
+                    self.stop(key, "CANCELLED")
+                self.poll(key)
+            elif t["state"] == "PENDING" and (everything or key in some):
+                t.update(state="CANCELLED", reason="cancelled", end=now())
+            elif t["state"] == "PENDING" and verdict == "never":
+                t.update(state="CANCELLED", reason="DependencyNeverSatisfied", end=now())
+        if launching and verdict == "ok":
+            self.start_ready()
+        tasks = [self.tasks[k] for k in self.order]
+        waiting = [t["reason"] for t in tasks if t["state"] == "PENDING" and t["reason"]]
+        self.state["state"] = fold(tasks)
+        self.state["reason"] = "Dependency" if verdict == "wait" else (waiting or [None])[0]
+        return self.state["state"] in FINISHED
+
+    def start_ready(self) -> None:
+        gpus = self.job.get("gpus")
+        cap = self.job.get("max_parallel") or (len(gpus) if gpus else os.cpu_count() or 1)
+        running = sum(t["state"] == "RUNNING" for t in self.tasks.values())
+        ready = [k for k in self.order if self.tasks[k]["state"] == "PENDING"
+                 and self.tasks[k]["not_before"] <= time.time()]  # fmt: skip
+        for key in ready:
+            if running >= cap:
+                break
+            gpu = self.pick_gpu() if gpus else None
+            if gpus and gpu is None:
+                for k in ready[ready.index(key) :]:
+                    self.tasks[k]["reason"] = self.gpu_why
+                break
+            self.launch(key, gpu)
+            running += 1
+
+    def run(self) -> None:
+        self.state["executor"] = {"pid": os.getpid(), "ticks": proc_ticks(os.getpid())}
+        self.state["started"] = self.state.get("started") or now()
+        self.resume()
+        while not self.step(launching=True):
+            self.save()
+            time.sleep(TICK_S)
+        self.state["ended"] = self.state.get("ended") or now()
+        self.save()
+
+    def settle(self) -> None:
+        """Carry out cancel requests with no executor alive: stop, wait, kill; start nothing."""
+        self.resume()
+        while True:
+            self.step(launching=False)
+            self.save()
+            if not any(alive(t) for t in self.tasks.values() if t["stop"]):
+                return
+            time.sleep(min(TICK_S, 0.2))
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+def tmux(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["tmux", "-L", TMUX_SOCKET, *args], stdin=subprocess.DEVNULL, capture_output=True,
+        check=False,
+    )  # fmt: skip
+
+
+def clean_sessions() -> list[str]:
+    """Kill ``campaignops-*`` sessions whose job finished, whose directory is gone or whose
+    executor no longer runs (a pane left behind)."""
+    out, killed = tmux("list-sessions", "-F", "#{session_name}\t#{@campaignops_jobdir}"), []
+    for line in out.stdout.decode("utf-8", "replace").splitlines() if out.returncode == 0 else ():
+        name, _, jobdir = line.partition("\t")
+        if not name.startswith(SESSION) or not jobdir:
+            continue
+        state = read_json(Path(jobdir) / "state.json")
+        executor = state.get("executor") if isinstance(state, dict) else None
+        finished = isinstance(state, dict) and state.get("state") in FINISHED
+        if not Path(jobdir).is_dir() or finished or (executor and not alive(executor)):
+            tmux("kill-session", "-t", "=" + name)
+            killed.append(name)
+    return killed
+
+
+def cmd_start(jobdir: Path) -> dict[str, Any]:
+    job = load_job(jobdir)
+    cleaned = clean_sessions() if shutil.which("tmux") else []
+    fd = lock(jobdir)
+    if fd is None:
+        executor = (read_json(jobdir / "state.json") or {}).get("executor") or {}
+        return {"started": False, "pid": executor.get("pid"), "via": None, "cleaned": cleaned}
+    os.close(fd)  # released: the executor takes it; two racing starts leave one executor
+    argv = [sys.executable, str(Path(__file__).resolve()), "run", str(jobdir)]
+    log = jobdir / "executor.log"
+    if shutil.which("tmux") and os.environ.get("BOXEXEC_DETACH") != "setsid":
+        name = SESSION + str(job["job_id"])
+        tmux("kill-session", "-t", "=" + name)  # a pane whose executor is gone (lock was free)
+        # The tmux server keeps the environment it started with: pass ours explicitly.
+        keep = {k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("BOXEXEC_")}
+        words = ["exec", "env", *(f"{k}={v}" for k, v in keep.items()), *argv]
+        line = "{} >>{} 2>&1".format(" ".join(shlex.quote(w) for w in words), shlex.quote(str(log)))
+        out = tmux(
+            "new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-c", str(jobdir), line
+        )
+        if out.returncode != 0:
+            raise BoxError(message="tmux: " + out.stderr.decode("utf-8", "replace").strip(),
+                           hint="start again; BOXEXEC_DETACH=setsid avoids tmux")  # fmt: skip
+        tmux("set-option", "-t", "=" + name, "@campaignops_jobdir", str(jobdir))
+        return {
+            "started": True,
+            "pid": int(out.stdout.split()[0]),
+            "via": "tmux",
+            "cleaned": cleaned,
+        }
+    with log.open("ab") as out_log:
+        proc = subprocess.Popen(
+            argv, cwd=str(jobdir), stdin=subprocess.DEVNULL, stdout=out_log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    return {"started": True, "pid": proc.pid, "via": "setsid", "cleaned": cleaned}
+
+
+def cmd_run(jobdir: Path) -> dict[str, Any]:
+    fd = lock(jobdir)
+    if fd is None:
+        return {"ran": False, "reason": f"another executor holds {jobdir}/executor.lock"}
+    executor = Executor(jobdir)
+    executor.run()
+    return {"ran": True, "state": executor.state["state"]}
+
+
+def view(jobdir: Path) -> dict[str, Any]:
+    try:
+        executor = Executor(jobdir)
+    except BoxError as exc:
+        return {"state": "UNKNOWN", "executor_alive": False, "tasks": {}, "error": exc.message}
+    state, tasks = executor.state, executor.tasks
+    public = {k: {f: tasks[k].get(f) for f in PUBLIC} for k in executor.order}
+    return {
+        "state": state["state"],
+        "executor_alive": alive(state.get("executor")),
+        "tasks": public,
+    }
+
+
+def cmd_status(root: Path, names: Sequence[str]) -> dict[str, Any]:
+    listed = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    dirs = [root / n for n in names] if names else listed
+    jobs = {d.name: view(d) for d in dirs}
+    rows = query_gpus()[0] if shutil.which("nvidia-smi") else None
+    return {"now": now(), "jobs": jobs, "gpus": rows}
+
+
+def cmd_cancel(jobdir: Path, tasks: str | None) -> dict[str, Any]:
+    executor = Executor(jobdir)
+    keys = executor.order if tasks is None else [k.strip() for k in tasks.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in executor.tasks]
+    if unknown:
+        raise BoxError(message="no task {} in {}".format(",".join(unknown), jobdir),
+                       hint="the tasks are {}".format(",".join(executor.order)))  # fmt: skip
+    if tasks is None:
+        (jobdir / "cancel").touch()
+    else:
+        with (jobdir / "cancel-tasks").open("a", encoding="utf-8") as out:
+            out.write("".join(k + "\n" for k in keys))
+    fd = lock(jobdir)
+    if fd is None:  # the executor reads the request on its next tick
+        return {"requested": keys, "by": "executor"}
+    try:
+        executor = Executor(jobdir)  # what the executor that just ended wrote
+        executor.settle()
+    finally:
+        os.close(fd)
+    return {"requested": keys, "by": "cancel", "state": executor.state["state"]}
+
+
+def digest(path: Path) -> dict[str, Any]:
+    sha = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            sha.update(block)
+    return {"size": path.stat().st_size, "sha256": sha.hexdigest()}
+
+
+def cmd_outputs(jobdir: Path) -> dict[str, Any]:
+    executor = Executor(jobdir)
+    base, wanted = Path(executor.job.get("workdir") or jobdir), executor.job.get("outputs") or {}
+    found: dict[str, Any] = {}
+    for key in executor.order:
+        if executor.tasks[key]["state"] not in FINISHED:
+            continue
+        found[key] = []
+        for rel in wanted.get(key) or ():
+            path = base / rel
+            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            for f in files:
+                entry = digest(f) if f.is_file() else {"size": None, "sha256": None}
+                found[key].append(dict(entry, path=str(f.relative_to(base))))
+    return found
+
+
+def cmd_wrap(receipt: Path, argv: Sequence[str]) -> int:
+    """Run one task attempt and write its receipt. TERM/INT/HUP reach the task through the
+    group; the wrapper outlives them to write the receipt. The warning (sent to the wrapper
+    only) is passed to the batch shell, which passes it to the task's main process."""
+    child: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        if child:
+            os.kill(child[0], signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: None)  # a handler, not SIG_IGN: exec resets it
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, forward)
+    proc = subprocess.Popen(list(argv))
+    child.append(proc.pid)
+    code = proc.wait()
+    code = code if code >= 0 else 128 - code
+    write_json(receipt, {"exit_code": code, "end": now()})
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["wrap"] and "--" in words:  # wrap RECEIPT -- ARGV…: no option parsing
+        return cmd_wrap(Path(words[1]), words[words.index("--") + 1 :])
+    parser = argparse.ArgumentParser(prog="boxexec", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("start", "run", "outputs"):
+        sub.add_parser(name).add_argument("jobdir")
+    status = sub.add_parser("status")
+    status.add_argument("root")
+    status.add_argument("jobs", nargs="*")
+    cancel = sub.add_parser("cancel")
+    cancel.add_argument("jobdir")
+    cancel.add_argument("--tasks", help="comma-separated task indices; default: every task")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "status":
+            result = cmd_status(Path(args.root), args.jobs)
+        else:
+            jobdir = Path(args.jobdir).absolute()
+            if args.command == "start":
+                result = cmd_start(jobdir)
+            elif args.command == "run":
+                result = cmd_run(jobdir)
+            elif args.command == "cancel":
+                result = cmd_cancel(jobdir, args.tasks)
+            else:
+                result = cmd_outputs(jobdir)
+    except BoxError as exc:
+        print(json.dumps({"error": exc.message, "hint": exc.hint}))
+        return 2
+    except OSError as exc:
+        print(json.dumps({"error": str(exc), "hint": "check the job directory on the box"}))
+        return 2
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

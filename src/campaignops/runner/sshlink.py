@@ -1,0 +1,231 @@
+"""The ssh transport of the ssh backend: one argv builder, bounded retries, and the three writes
+a submission makes on a box (the campaign at its commit, the executor, the job directory).
+
+Every call is ``ssh -T`` with the options a flaky rented link needs (research notes:
+/work/shared/research/ssh-backend-anchors.md §1-2, verified 2026-11):
+
+- ``BatchMode=yes`` and ``IdentitiesOnly=yes``: never a password prompt, only the key named;
+- ``StrictHostKeyChecking=yes`` with the instance's ``known_hosts``: a changed host key (a reused
+  port after a re-rent) is refused, not accepted with a warning;
+- ``ConnectTimeout`` and ``ServerAliveInterval=5``/``ServerAliveCountMax=3``: a dead link ends
+  the command within ~15 s instead of hanging it (the detection time is Interval × CountMax);
+- ``ControlMaster=auto`` with ``ControlPersist=60`` and ``ControlPath=<dir>/%C``: later calls
+  reuse the connection (3 ms instead of 180 ms here); ``%C`` is a hash of the endpoint, so the
+  socket path stays short of the 108-byte limit (Ray's bug #4745).
+
+Exit 255 is ssh's own failure (no route, refused, reset, timed out): retried a bounded number
+of times with a doubling pause. Every other exit is the remote command's and is returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shlex
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from campaignops.errors import CampaignError
+from campaignops.runner.sshinstances import Instance
+
+SSH_FAILED = 255
+ATTEMPTS = 3
+BASE_DELAY_S = 1.0
+CONNECT_TIMEOUT_S = 10
+CALL_TIMEOUT_S = 300.0
+CONTROL_PERSIST_S = 60
+STATE = ".campaignops"  # under the instance's workdir: executors and job directories
+EXECUTOR_SOURCE = Path(__file__).resolve().parents[1] / "remote" / "boxexec.py"
+
+
+class Unreachable(CampaignError):
+    """ssh itself failed (exit 255) on every attempt: the box was not reached."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Answer:
+    returncode: int
+    stdout: str
+    stderr: str
+    attempts: int
+
+
+# ssh adds "/<40 hex of %C>.<16 random>" while it binds: the whole must fit sun_path (108).
+CONTROL_DIR_MAX = 108 - 1 - 40 - 17
+
+
+def control_dir() -> Path | None:
+    """Where the shared connections' sockets live: private to this user and short; None (no
+    shared connection) when no such directory can be had."""
+    base = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
+    path = base / f"campaignops-ssh-{os.getuid()}"
+    if len(str(path)) > CONTROL_DIR_MAX:
+        return None
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def ssh_argv(box: Instance, command: str, *, control: Path | None = None) -> list[str]:
+    """``ssh -T`` to the box running ``command`` (one remote shell line)."""
+    argv = ["ssh", "-T"]
+    if box.port is not None:
+        argv += ["-p", str(box.port)]
+    if box.identity is not None:
+        argv += ["-i", str(Path(box.identity).expanduser()), "-o", "IdentitiesOnly=yes"]
+    if box.known_hosts is not None:
+        argv += ["-o", f"UserKnownHostsFile={Path(box.known_hosts).expanduser()}"]
+    argv += [
+        "-o", "BatchMode=yes",
+        "-o", "StrictHostKeyChecking=yes",
+        "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+        "-o", "ServerAliveInterval=5",
+        "-o", "ServerAliveCountMax=3",
+        "-o", "LogLevel=ERROR",
+    ]  # fmt: skip
+    if control is not None:
+        argv += [
+            "-o", "ControlMaster=auto",
+            "-o", f"ControlPersist={CONTROL_PERSIST_S}",
+            "-o", f"ControlPath={control}/%C",
+        ]  # fmt: skip
+    # "--" ends ssh's options: a host can never be read as one.
+    return [*argv, "--", box.host, command]
+
+
+Run = Callable[..., "subprocess.CompletedProcess[bytes]"]
+
+
+def call(
+    box: Instance,
+    command: str,
+    *,
+    stdin: bytes | None = None,
+    attempts: int = ATTEMPTS,
+    base_delay: float = BASE_DELAY_S,
+    sleep: Callable[[float], None] = time.sleep,
+    control: Path | None = None,
+    run: Run = subprocess.run,
+) -> Answer:
+    """Run ``command`` on the box; retry ssh's own failures (exit 255), then raise Unreachable.
+    ``control``: the directory of the shared connection's socket (default: control_dir())."""
+    control = control if control is not None else control_dir()
+    argv = ssh_argv(box, command, control=control)
+    last = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            done = run(
+                argv,
+                input=stdin if stdin is not None else b"",
+                capture_output=True,
+                timeout=CALL_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            last = f"no answer within {CALL_TIMEOUT_S:g} s"
+        else:
+            out = done.stdout.decode("utf-8", "replace")
+            err = done.stderr.decode("utf-8", "replace")
+            if done.returncode != SSH_FAILED:
+                return Answer(done.returncode, out, err, attempt)
+            last = err.strip() or "ssh exit 255"
+        if attempt < attempts:
+            sleep(base_delay * 2 ** (attempt - 1))
+    raise Unreachable(
+        message=f"instance {box.name} ({box.host}) unreachable after {attempts} attempts: {last}",
+        hint="check that the box runs and its port, key and known_hosts on the backend page "
+        f"are current: ssh -p {box.port or 22} {box.host} true",
+    )
+
+
+def checked(answer: Answer, box: Instance, what: str) -> str:
+    """The answer's stdout, or a CampaignError saying what failed on which box."""
+    if answer.returncode != 0:
+        raise CampaignError(
+            message=f"instance {box.name}: {what} failed (exit {answer.returncode}): "
+            f"{(answer.stderr or answer.stdout).strip()[-400:]}",
+            hint="run the same step by hand over ssh to see why; nothing was started there",
+        )
+    return answer.stdout
+
+
+# --- what a submission writes on a box ----------------------------------------------------------
+
+
+def deploy_dir(box: Instance, slug: str, commit: str) -> str:
+    return f"{box.workdir}/{slug}/{commit}"
+
+
+def archive(root: Path, commit: str) -> bytes:
+    """The campaign's tree at ``commit`` as a tar (never the working tree)."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True
+    )
+    if done.returncode != 0:
+        raise CampaignError(
+            message=f"git archive {commit} failed: {done.stderr.decode(errors='replace').strip()}",
+            hint="submit from the campaign's git checkout",
+        )
+    return done.stdout
+
+
+def deploy_command(target: str) -> str:
+    """Unpack stdin's tar into ``target`` once: into a temporary sibling, then one rename, so a
+    reader never sees half a tree; an existing target is kept (a commit's tree never changes)."""
+    t = shlex.quote(target)
+    tmp = shlex.quote(f"{target}.tmp") + ".$$"
+    return (
+        f"if [ -d {t} ]; then cat >/dev/null; exit 0; fi; "
+        f"mkdir -p {tmp} && tar -x -f - -C {tmp} && mv -T {tmp} {t} "
+        f"|| {{ rm -rf {tmp}; [ -d {t} ]; }}"
+    )
+
+
+def executor_name(source: bytes) -> str:
+    return f"boxexec-{hashlib.sha256(source).hexdigest()[:12]}.py"
+
+
+def executor_source() -> bytes:
+    try:
+        return EXECUTOR_SOURCE.read_bytes()
+    except OSError as exc:
+        raise CampaignError(
+            message=f"the box executor {EXECUTOR_SOURCE} cannot be read: {exc.strerror}",
+            hint="reinstall campaignops (the executor ships with the package)",
+        ) from None
+
+
+def job_tar(files: Mapping[str, bytes]) -> bytes:
+    """A tar of ``{relative path: bytes}`` (mode 0644, 0755 for ``.sh``)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for rel, data in sorted(files.items()):
+            info = tarfile.TarInfo(rel)
+            info.size = len(data)
+            info.mode = 0o755 if rel.endswith(".sh") else 0o644
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def place_and_start_command(box: Instance, executor: str, job_id: str) -> str:
+    """One remote line: unpack the executor (never over an existing one: it is named by its
+    content) and the job directory (into a hidden sibling, renamed once), then ``start`` it.
+    Safe to repeat: an existing job directory is kept and ``start`` is idempotent."""
+    state = shlex.quote(f"{box.workdir}/{STATE}")
+    tmp = f"jobs/.{job_id}.tmp"
+    return (
+        f"mkdir -p {state}/jobs && cd {state} && "
+        f"tar -x --skip-old-files -f - && "
+        f"{{ [ -d jobs/{job_id} ] || mv -T {tmp} jobs/{job_id}; }} && rm -rf {tmp} && "
+        f"exec python3 {executor} start {state}/jobs/{job_id}"
+    )

@@ -1,0 +1,247 @@
+"""``python -m campaignops.runner.sshquery status|siblings|cancel --root R --backend B …``.
+
+``status ID…`` makes ONE ssh call per instance holding any of the jobs (in parallel): the box
+executor's ``status ROOT ID…`` answers for every job there at once. The instances' answers are
+merged per job; each task carries its ``instance``. An instance that ssh cannot reach (after
+sshlink's bounded retries) gives its tasks state UNKNOWN with the reason: the runner keeps what
+the ledger knew, and nothing is declared failed for a dead link. A job still unfinished whose
+executor is not alive is started again (``start``: it resumes from its state file, finished
+tasks are never run again): one more ssh call for that box, only then, reported as
+``restarted``.
+
+``siblings [--all] NAME…`` answers the same for this checkout's jobs of those names (all names:
+none given), unfinished ones only unless ``--all``. ``cancel ID|ID_INDEX…`` asks each box's
+executor to cancel (one call per job and instance).
+
+Placements come from ``.campaign/ssh/<backend>/<id>.json`` (written by sshsubmit), else from
+the ledger's result record (another clone's submission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from campaignops import ledger
+from campaignops.atomic import write_atomic
+from campaignops.errors import CampaignError
+from campaignops.runner import sshlink
+from campaignops.runner.spec import FINISHED
+from campaignops.runner.sshbox import JOB_ID, fold, parse_states
+from campaignops.runner.sshinstances import Instance
+from campaignops.runner.sshsubmit import state_dir
+
+Json = dict[str, Any]
+
+
+def _read(path: Path) -> Json | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("placement"), list) else None
+
+
+def placements(root: Path, backend: str, ids: Iterable[str]) -> dict[str, Json]:
+    """Each job's placement record: this checkout's file, else the ledger's result record."""
+    state = state_dir(root, backend)
+    found: dict[str, Json] = {}
+    missing = []
+    for job_id in ids:
+        if not JOB_ID.fullmatch(job_id):
+            continue
+        record = _read(state / f"{job_id}.json")
+        if record is None:
+            missing.append(job_id)
+        else:
+            found[job_id] = record
+    if missing:
+        for job in ledger.read(root).jobs:
+            placed = job.record.get("placement")
+            if job.job_id in missing and isinstance(placed, list):
+                found[job.job_id] = {
+                    "job_id": job.job_id,
+                    "name": job.text("name"),
+                    "comment": f"{job.ledger_id} {job.text('commit')}",
+                    "submitted": job.text("submitted"),
+                    "placement": placed,
+                }
+    return found
+
+
+@dataclass
+class Box:
+    """What one ssh call to one instance asks: its executor, and the jobs it holds there."""
+
+    instance: Instance
+    executor: str
+    jobs: dict[str, Json] = field(default_factory=dict)  # job id → its placement entry
+
+
+def by_instance(records: Mapping[str, Json]) -> dict[str, Box]:
+    boxes: dict[str, Box] = {}
+    for job_id, record in records.items():
+        for entry in record["placement"]:
+            try:
+                instance = Instance.from_record(entry["instance"])
+                executor = str(entry["executor"])
+            except (KeyError, TypeError):
+                continue
+            box = boxes.setdefault(instance.name, Box(instance=instance, executor=executor))
+            box.executor = executor  # the newest placed wins: status reads every job's files
+            box.jobs[job_id] = entry
+    return boxes
+
+
+def _ask(box: Box) -> Json:
+    """The box's answer: the executor's status document, or why the box was not reached."""
+    root = f"{box.instance.workdir}/{sshlink.STATE}/jobs"
+    command = shlex.join(["python3", box.executor, "status", root, *sorted(box.jobs)])
+    try:
+        answer = sshlink.call(box.instance, command)
+        doc = json.loads(sshlink.checked(answer, box.instance, "status"))
+    except (CampaignError, ValueError) as exc:
+        reason = exc.message if isinstance(exc, CampaignError) else f"unreadable answer: {exc}"
+        return {"reachable": False, "error": reason}
+    restarted = []
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    for job_id, job in (jobs or {}).items():
+        if (
+            job_id in box.jobs
+            and job.get("state") not in FINISHED
+            and not job.get("executor_alive")
+        ):
+            start = shlex.join(["python3", box.executor, "start", f"{root}/{job_id}"])
+            try:
+                sshlink.checked(sshlink.call(box.instance, start), box.instance, "restart")
+                restarted.append(job_id)
+            except CampaignError:
+                pass  # the next refresh tries again
+    return {"reachable": True, "status": doc, "restarted": restarted}
+
+
+def status(root: Path, backend: str, ids: Sequence[str]) -> Json:
+    base_ids = sorted({i.partition("_")[0] for i in ids})
+    records = placements(root, backend, base_ids)
+    boxes = by_instance(records)
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(boxes)))) as pool:
+        answers = dict(zip(boxes, pool.map(_ask, boxes.values()), strict=True))
+    jobs = []
+    for job_id, record in sorted(records.items()):
+        tasks: dict[str, Json] = {}
+        for name, box in boxes.items():
+            entry = box.jobs.get(job_id)
+            if entry is None:
+                continue
+            answer = answers[name]
+            seen = (answer.get("status") or {}).get("jobs", {}).get(job_id) or {}
+            own: Json = seen["tasks"] if isinstance(seen.get("tasks"), dict) else {}
+            for index in entry.get("indices", []):
+                task = own.get(str(index))
+                if isinstance(task, dict):
+                    tasks[str(index)] = {**task, "instance": name}
+                else:
+                    why = answer.get("error") or "the executor does not know this task"
+                    tasks[str(index)] = {"state": "UNKNOWN", "reason": why, "instance": name}
+        jobs.append(
+            {k: record.get(k) for k in ("job_id", "name", "comment", "submitted")}
+            | {"tasks": tasks}
+        )
+    instances = {
+        name: {k: v for k, v in answer.items() if k != "status"}
+        | {
+            "gpus": (answer.get("status") or {}).get("gpus"),
+            "now": (answer.get("status") or {}).get("now"),
+        }
+        for name, answer in answers.items()
+    }
+    return {"jobs": jobs, "instances": instances}
+
+
+def _mark_finished(root: Path, backend: str, doc: Json) -> None:
+    """Remember jobs that ended, so the no_sibling query stops asking their boxes."""
+    for job in parse_states([json.dumps(doc)]).values():
+        state, _ = fold(job.tasks)
+        if state in FINISHED:
+            path = state_dir(root, backend) / f"{job.job_id}.json"
+            record = _read(path)
+            if record is not None and not record.get("finished"):
+                record["finished"] = True
+                write_atomic(path, (json.dumps(record, indent=1) + "\n").encode())
+
+
+def siblings(root: Path, backend: str, names: Sequence[str], *, every: bool) -> Json:
+    state = state_dir(root, backend)
+    ids = [p.stem for p in state.glob("ssh-*.json")] if state.is_dir() else []
+    records = placements(root, backend, ids)
+    chosen = [
+        k
+        for k, v in records.items()
+        if (not names or v.get("name") in names) and (every or not v.get("finished"))
+    ]
+    return status(root, backend, chosen)
+
+
+def cancel(root: Path, backend: str, ids: Sequence[str]) -> None:
+    failed = []
+    for ref in ids:
+        base, _, index = ref.partition("_")
+        records = placements(root, backend, [base])
+        if base not in records:
+            raise CampaignError(message=f"no ssh job {base} in this campaign")
+        for box in by_instance(records).values():
+            entry = box.jobs[base]
+            if index and int(index) not in entry.get("indices", []):
+                continue
+            words = ["python3", box.executor, "cancel", str(entry["job_dir"])]
+            words += ["--tasks", index] if index else []
+            try:
+                sshlink.checked(
+                    sshlink.call(box.instance, shlex.join(words)), box.instance, "cancel"
+                )
+            except CampaignError as exc:
+                failed.append(exc.message)
+    if failed:
+        raise CampaignError(
+            message="; ".join(failed),
+            hint="the other instances were cancelled; cancel again once the box answers",
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m campaignops.runner.sshquery")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in ("status", "siblings", "cancel"):
+        one = sub.add_parser(command)
+        one.add_argument("--root", required=True, type=Path)
+        one.add_argument("--backend", required=True)
+        if command == "siblings":
+            one.add_argument("--all", action="store_true")
+        one.add_argument("ids", nargs="*")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "status":
+            doc = status(args.root, args.backend, args.ids)
+            _mark_finished(args.root, args.backend, doc)
+            print(json.dumps(doc))
+        elif args.command == "siblings":
+            print(json.dumps(siblings(args.root, args.backend, args.ids, every=args.all)))
+        else:
+            cancel(args.root, args.backend, args.ids)
+    except CampaignError as exc:
+        print(
+            f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr
+        )
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""``python -m campaignops.runner.sshsubmit submit --root R --backend B SCRIPT``: one ssh job.
+
+Reads the page's instances (campaignops.runner.sshinstances) and the script's ``#LOCAL`` lines,
+allocates an id (``ssh-<n>-<6 hex>`` under ``flock`` in ``.campaign/ssh/<backend>/.next-id``),
+deals the array's indices round-robin across the instances, then, per instance that has some:
+
+1. deploys the campaign's tree at the submitted commit (the comment's second word) to
+   ``<workdir>/<campaign>/<commit>/`` with ``git archive <commit> | ssh tar``, once;
+2. in ONE more ssh call, places the executor (``<workdir>/.campaignops/boxexec-<hash>.py``,
+   never overwritten), the job directory (``script.sh`` with the deploy directory filled in,
+   ``job.json``) and runs the executor's ``start`` (detached; idempotent).
+
+Every deploy happens before any start, so a box that cannot be reached stops the submission
+with nothing started. It writes the placement to ``.campaign/ssh/<backend>/<id>.json`` (what
+``sshquery`` reads) and prints ``{"job_id", "placement"}`` for the ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import secrets
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from campaignops.atomic import write_atomic
+from campaignops.errors import CampaignError
+from campaignops.runner import backends, local, sshlink
+from campaignops.runner.sshbox import (
+    DEPLOY_MARK,
+    JOB_ID,
+    STATE_DIR,
+    SshBackendError,
+    after_of,
+    outputs_of,
+)
+from campaignops.runner.sshinstances import Instance, of_page
+
+GPU_FREE_THRESHOLD_MIB = 500
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def state_dir(root: Path, backend: str) -> Path:
+    return root / STATE_DIR / backends.checked_name(backend)
+
+
+def allocate(state: Path) -> str:
+    """The next job id of this checkout (a counter under flock, plus 24 random bits so two
+    clones never hand out the same id into one ledger)."""
+    state.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state / ".next-id", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+        used = [int(m[1]) for p in state.glob("ssh-*.json") if (m := JOB_ID.fullmatch(p.stem))]
+        n = max(int(text) if text.isdigit() else 1, max(used, default=0) + 1)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
+        os.fsync(fd)
+        return f"ssh-{n}-{secrets.token_hex(3)}"
+    finally:
+        os.close(fd)
+
+
+def deal(size: int, instances: Sequence[Instance]) -> dict[str, list[int]]:
+    """Indices 0…size-1 dealt round-robin: instance k runs k, k+K, k+2K…"""
+    shares: dict[str, list[int]] = {i.name: [] for i in instances}
+    for index in range(size):
+        shares[instances[index % len(instances)].name].append(index)
+    return {name: got for name, got in shares.items() if got}
+
+
+def job_document(
+    d: local.Directives,
+    job_id: str,
+    indices: Sequence[int],
+    box: Instance,
+    after: Sequence[str],
+    deploy: str,
+    outputs: Mapping[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
+    ``workdir``: the deploy directory, where tasks start and logs go."""
+    outputs = {k: v for k, v in (outputs or {}).items() if int(k) in indices}
+    warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
+    return {
+        "job_id": job_id,
+        "workdir": deploy,
+        "name": d.name,
+        "comment": d.comment,
+        "indices": list(indices),
+        "max_parallel": d.cap,
+        "time_limit_s": d.time_s,
+        "kill_wait_s": d.kill_wait_s,
+        "warning": warning,
+        "after": list(after),
+        "gpus": None if box.gpus is None else list(box.gpus),
+        "gpu_free_threshold_mib": GPU_FREE_THRESHOLD_MIB,
+        "oom_retry": None,
+        "conda": None,
+        "outputs": outputs,
+        "log_dir": d.log_dir,
+        "log_name": f"{d.name}-{job_id}_{{index}}.out",
+        "submitted": now(),
+    }
+
+
+def instance_script(script: str, deploy: str) -> str:
+    """The job's script for one instance: its deploy directory where the placeholder was."""
+    return script.replace(DEPLOY_MARK, shlex.quote(deploy))
+
+
+def _start_answer(stdout: str, box: Instance) -> dict[str, Any]:
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "pid" not in answer:
+        raise SshBackendError(
+            message=f"instance {box.name}: the executor's start printed {stdout[:200]!r}",
+            hint="run it by hand on the box to see why (python3 must be 3.8 or newer)",
+        )
+    return answer
+
+
+def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
+    script = script_path.read_text(encoding="utf-8")
+    d = local.parse_directives(script)
+    after = after_of(script)
+    words = d.comment.split()
+    if len(words) != 2:
+        raise SshBackendError(message=f"job {d.name}: comment {d.comment!r} is not 'LEDGER COMMIT'")
+    commit = words[1]
+    campaign = d.name.split(".", 1)[0]
+    instances = of_page(root, backend, backends.page(root, backend))
+    shares = deal(d.size, instances)
+    boxes = [i for i in instances if i.name in shares]
+    source = sshlink.executor_source()
+    executor = sshlink.executor_name(source)
+    tree = sshlink.archive(root, commit)
+    for box in boxes:  # every deploy first: an unreachable box stops us before any start
+        target = sshlink.deploy_dir(box, campaign, commit)
+        answer = sshlink.call(box, sshlink.deploy_command(target), stdin=tree)
+        sshlink.checked(answer, box, f"deploying {commit[:12]} to {target}")
+    state = state_dir(root, backend)
+    job_id = allocate(state)
+    placed: list[dict[str, Any]] = []
+    for box in boxes:
+        deploy = sshlink.deploy_dir(box, campaign, commit)
+        doc = job_document(
+            d, job_id, shares[box.name], box, after, deploy, outputs=outputs_of(script)
+        )
+        files: Mapping[str, bytes] = {
+            executor: source,
+            f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),
+            f"jobs/.{job_id}.tmp/job.json": (json.dumps(doc, indent=1) + "\n").encode("utf-8"),
+        }
+        command = sshlink.place_and_start_command(box, executor, job_id)
+        answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
+        started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+        placed.append(
+            {
+                "instance": box.record(),
+                "commit": commit,
+                "dir": deploy,
+                "job_dir": f"{box.workdir}/{sshlink.STATE}/jobs/{job_id}",
+                "executor": f"{box.workdir}/{sshlink.STATE}/{executor}",
+                "indices": shares[box.name],
+                "pid": started.get("pid"),
+                "via": started.get("via"),
+            }
+        )
+    record = {
+        "job_id": job_id,
+        "workdir": deploy,
+        "name": d.name,
+        "comment": d.comment,
+        "submitted": now(),
+        "size": d.size,
+        "placement": placed,
+    }
+    write_atomic(state / f"{job_id}.json", (json.dumps(record, indent=1) + "\n").encode())
+    return {"job_id": job_id, "placement": placed}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m " + __spec__.name if __spec__ else None)
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("submit", help="deploy, place and start one job on the page's instances")
+    one.add_argument("--root", required=True, type=Path)
+    one.add_argument("--backend", required=True)
+    one.add_argument("script", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        print(json.dumps(submit(args.root, args.backend, args.script)))
+    except CampaignError as exc:
+        print(
+            f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr
+        )
+        return exc.exit_code if exc.exit_code != 1 else 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Story: a campaign runs on two GPU boxes reached over SSH (backend generic-ssh).
+
+The boxes are two real sshd on 127.0.0.1 with a user each (tests/sshboxes.py); everything runs
+through the CLI in-process: `campaign submit` deploys the commit and starts the box executor on
+each box, `campaign status --refresh` asks each box once. Waits are bounded polls (a test's
+loop, not the product's). Box files are read directly (the boxes are this machine) only to
+check what the test claims: which task ran where, how many times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaignops import ledger
+from campaignops.runner.spec import FINISHED
+from tests.conftest import git
+
+pytestmark = pytest.mark.ssh
+
+# Three cells that take a few seconds each, so a drop or a kill lands while they run.
+NAPS = """\
+backend: generic-ssh
+max_parallel: 1
+resources: {time: "00:10:00"}
+smoke:
+  args: {seconds: 3}
+jobs:
+  - id: a
+    cmd: bash -c 'sleep "$2"; mkdir -p "$CAMPAIGN_OUT"; whoami > "$CAMPAIGN_OUT/a"' a
+    args: {seconds: 3}
+    output: ${CAMPAIGN_OUT}/a
+  - id: b
+    cmd: bash -c 'sleep "$2"; mkdir -p "$CAMPAIGN_OUT"; whoami > "$CAMPAIGN_OUT/b"' b
+    args: {seconds: 3}
+    output: ${CAMPAIGN_OUT}/b
+  - id: c
+    cmd: bash -c 'sleep "$2"; mkdir -p "$CAMPAIGN_OUT"; whoami > "$CAMPAIGN_OUT/c"' c
+    args: {seconds: 3}
+    output: ${CAMPAIGN_OUT}/c
+"""
+
+
+def front_matter_with(page: str, instances: list[dict[str, object]]) -> str:
+    head, sep, rest = page.partition("\nverified:")
+    return f"{head}\ninstances: {json.dumps(instances)}{sep}{rest}"
+
+
+@pytest.fixture
+def ssh_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every ssh the product starts, one line each (a wrapper first on PATH)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "ssh.log"
+    wrapper = bindir / "ssh"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec /usr/bin/ssh "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    log.touch()
+    return log
+
+
+@pytest.fixture
+def camp(tmp_path: Path, run, monkeypatch, ssh_boxes, ssh_log) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    made = run(
+        "new",
+        "boxes",
+        "--defaults",
+        "--data",
+        "backends=generic-ssh,local",
+        "--data",
+        "smoke_backend=local",
+        "--data",
+        "require_pushed=no",
+        "--data",
+        "cloud_budget_usd=20",
+    )
+    assert made.code == 0, made.err
+    root = tmp_path / "boxes"
+    monkeypatch.chdir(root)
+    page = root / "backends/generic-ssh.md"
+    boxes = [b.instance(usd_per_hour=0.5) for b in ssh_boxes]
+    page.write_text(front_matter_with(page.read_text(), boxes))
+    (root / "manifests/naps.yaml").write_text(NAPS)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "two boxes, and naps")
+    yield root
+    for box in ssh_boxes:  # nothing of this test left running on a box
+        box.start()
+        box.ssh("for d in ~/work/.campaignops/jobs/*/; do touch $d/cancel; done; true")
+        for pid in box.processes():
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "sshd":
+                os.kill(pid, signal.SIGKILL)
+        box.ssh("rm -rf ~/work/* ~/work/.campaignops")
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+
+
+def newest(root: Path) -> ledger.Job:
+    return ledger.read(root).jobs[-1]
+
+
+def refreshed_until_finished(run, root: Path) -> ledger.Job:  # type: ignore[no-untyped-def]
+    def done() -> ledger.Job | None:
+        assert run("status", "--refresh").code == 0
+        job = newest(root)
+        return job if job.state in FINISHED else None
+
+    return wait_for("the job to finish", done)
+
+
+def box_state(box: Any, job_id: str) -> dict[str, Any]:
+    path = box.workdir / ".campaignops/jobs" / job_id / "state.json"
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def test_the_example_queue_runs_on_both_boxes(camp: Path, run, ssh_boxes, ssh_log: Path) -> None:  # type: ignore[no-untyped-def]
+    sub = run(
+        "submit", "manifests/example-queue.yaml", "--stage", "smoke", "--backend", "generic-ssh"
+    )
+    assert sub.code == 0, sub.err
+    job = newest(camp)
+    assert job.job_id is not None and job.job_id.startswith("ssh-")
+    placement = job.record["placement"]
+    commit = git(camp, "rev-parse", "HEAD").strip()
+    assert [(p["instance"]["name"], p["indices"], p["commit"]) for p in placement] == [
+        ("box1", [0], job.text("commit")),
+        ("box2", [1], job.text("commit")),
+    ]
+    assert all(
+        p["dir"] == f"{b.workdir}/boxes/{p['commit']}"
+        for p, b in zip(placement, ssh_boxes, strict=True)
+    )
+    assert all(isinstance(p["pid"], int) and p["via"] == "tmux" for p in placement)
+    assert job.text("commit") == commit
+    finished = refreshed_until_finished(run, camp)
+    assert finished.state == "COMPLETED", finished.record
+    assert {k: t["state"] for k, t in finished.record["tasks"].items()} == {
+        "0": "COMPLETED",
+        "1": "COMPLETED",
+    }
+    # Each box ran its cell in the deployed commit's tree, and wrote its output there.
+    for p in placement:
+        cells = sorted(d.name for d in (Path(p["dir"]) / "runs/smoke").iterdir() if d.is_dir())
+        assert len(cells) == 1, (p["instance"]["name"], cells)
+    # The campaign went over once, as the submitted commit's tree.
+    assert [d.name for d in (ssh_boxes[0].workdir / "boxes").iterdir()] == [commit]
+
+
+def test_one_refresh_is_one_ssh_call_per_box(camp: Path, run, ssh_boxes, ssh_log: Path) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/naps.yaml", "--stage", "smoke").code == 0
+    job = newest(camp)
+    start = len(ssh_log.read_text().splitlines())
+    assert run("status", "--refresh").code == 0
+    lines = ssh_log.read_text().splitlines()[start:]
+    assert len(lines) == 2, lines
+    assert sorted(line.split(" -- ")[1].split()[0] for line in lines) == sorted(
+        b.host for b in ssh_boxes
+    )
+    assert all(" status " in line for line in lines)
+    assert refreshed_until_finished(run, camp).state == "COMPLETED"
+    assert job.job_id is not None
+
+
+def test_a_dropped_connection_and_a_killed_executor_do_not_stop_the_run(
+    camp: Path, run, ssh_boxes
+) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/naps.yaml", "--stage", "smoke").code == 0
+    job = newest(camp)
+    job_id = str(job.job_id)
+    box1 = ssh_boxes[0]  # runs a and c (round-robin), one at a time
+    wait_for(
+        "task 0 to run on box1",
+        lambda: box_state(box1, job_id).get("tasks", {}).get("0", {}).get("state") == "RUNNING",
+    )
+    # The SSH drop: every open connection to box1 is cut (its sshd session processes killed).
+    assert box1.sessions()  # the shared connection of the submit is still open
+    box1.drop()
+    # The executor itself dies (OOM killer, a reboot of the tmux server...) after task 0.
+    wait_for("task 0 to end", lambda: box_state(box1, job_id)["tasks"]["0"]["state"] == "COMPLETED")
+    executor = box_state(box1, job_id)["executor"]["pid"]
+    os.kill(executor, signal.SIGKILL)
+    finished = refreshed_until_finished(run, camp)
+    assert finished.state == "COMPLETED", finished.record
+    tasks = box_state(box1, job_id)["tasks"]
+    # Task 0 finished before the kill and was not run again; task 2 ran after the restart.
+    assert (tasks["0"]["attempts"], tasks["2"]["attempts"]) == (1, 1)
+    assert box_state(box1, job_id)["executor"]["pid"] != executor
+    deploy = Path(job.record["placement"][0]["dir"])
+    assert (deploy / "runs/smoke/a").read_text() == f"{box1.user}\n"
+    assert (deploy / "runs/smoke/c").read_text() == f"{box1.user}\n"
+
+
+def test_an_unreachable_box_is_unknown_not_failed(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/naps.yaml", "--stage", "smoke").code == 0
+    job = newest(camp)
+    box2 = ssh_boxes[1]
+    box2.stop()
+    try:
+        wait_for(
+            "box1's tasks to end",
+            lambda: box_state(ssh_boxes[0], str(job.job_id)).get("state") == "COMPLETED",
+        )
+        assert run("status", "--refresh").code == 0
+        seen = newest(camp)
+        assert seen.state not in FINISHED, seen.record
+        tasks = seen.record["tasks"]
+        assert {k: tasks[k]["state"] for k in sorted(tasks)} == {"0": "COMPLETED", "2": "COMPLETED"}
+    finally:
+        box2.start()
+    assert refreshed_until_finished(run, camp).state == "COMPLETED"
