@@ -102,11 +102,11 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
     by_line = {f["line"]: f for f in result.json()["findings"]}
     assert by_line[4]["message"] == (
         "conda is accepted but the runner does not run it: no conda environment is activated "
-        "(not yet: the ssh backend's issue (DESIGN.md 6c) runs it)"
+        "on a scheduler or this machine (only an ssh backend's box executor runs it)"
     )
     assert by_line[4]["hint"] == (
-        "activate it in the command (conda run -n ENV python …) or in a wrapper; campaign "
-        "submit refuses the manifest while it holds the key"
+        "set backend: to an ssh backend, or activate it in the command (conda run -n ENV …); "
+        "campaign submit refuses the manifest while it holds the key"
     )
     assert 18 not in by_line
     assert 15 not in by_line
@@ -116,6 +116,22 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
         "wikitext103.pt' has {N}, a per-job placeholder: the runner checks preconditions as "
         "written, once before each task"
     )
+
+
+def test_on_an_ssh_backend_the_box_keys_are_run_and_not_reported(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # A GPU box's executor activates conda and polls GPU memory: there those keys are run.
+    policy = campaign / "campaign.yaml"
+    policy.write_text(policy.read_text().replace("[local, generic-slurm]", "[local, gpu-box]"))
+    page = (campaign / "backends/local.md").read_text()
+    (campaign / "backends/gpu-box.md").write_text(
+        page.replace("platform: local", "platform: gpu-box").replace("kind: local", "kind: ssh")
+    )
+    rel = write(campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: gpu-box\ncwd:", 1))
+    assert man(run, rel).where() == [
+        (rel, 3, "MAN012"),  # cwd: tasks run from the deployed commit, on a box too
+        (rel, 6, "MAN012"),  # ssh: the page lists the instances
+        (rel, 13, "MAN013"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -35,9 +35,11 @@ class NotRun:
     fix: str
 
 
-_SSH = "not yet: the ssh backend's issue (DESIGN.md 6c) runs it"
+_BOX = "only an ssh backend's box executor runs it"
 _NO_ISSUE = "no issue plans it yet"
 # Top-level keys. Remove an entry in the change that makes the runner honour the key.
+# Those the box executor runs are findings only where the manifest's backend is not an ssh one.
+BOX_KEYS = frozenset({"conda", "conda_hook", "gpu_free_threshold_mib"})
 NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
     {
         "cwd": NotRun(
@@ -46,22 +48,24 @@ NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
             "remove it (or write cwd: .); cd inside the command if a task needs another directory",
         ),
         "conda": NotRun(
-            "no conda environment is activated",
-            _SSH,
-            "activate it in the command (conda run -n ENV python …) or in a wrapper",
+            "no conda environment is activated on a scheduler or this machine",
+            _BOX,
+            "set backend: to an ssh backend, or activate it in the command (conda run -n ENV …)",
         ),
         "conda_hook": NotRun(
-            "no conda hook is sourced", _SSH, "source the hook in a wrapper script"
+            "no conda hook is sourced on a scheduler or this machine",
+            _BOX,
+            "set backend: to an ssh backend, or source the hook in a wrapper script",
         ),
         "ssh": NotRun(
             "tasks run on the manifest's backend, never on an SSH host named here",
-            _SSH,
-            "name an authorized backend in backend:",
+            "by design: an ssh backend's page lists its instances",
+            "name an authorized backend in backend: (an ssh backend for a GPU box)",
         ),
         "gpu_free_threshold_mib": NotRun(
-            "GPU memory is not polled before a task starts",
-            _SSH,
-            "remove it; a scheduler gives each task its own GPUs",
+            "GPU memory is not polled before a task starts on a scheduler or this machine",
+            _BOX,
+            "set backend: to an ssh backend, or remove it (a scheduler gives each task its GPUs)",
         ),
         "analyze_on_complete": NotRun(
             "nothing is analysed when the jobs end",
@@ -103,9 +107,12 @@ def _asks_nothing(key: str, value: Any) -> bool:
     return False
 
 
-def not_run(doc: Mapping[str, Any]) -> Iterator[tuple[Where, str, NotRun]]:
-    """(where, the key as shown, why) for each key that asks for what the runner does not do."""
+def not_run(doc: Mapping[str, Any], *, on_box: bool = False) -> Iterator[tuple[Where, str, NotRun]]:
+    """(where, the key as shown, why) for each key that asks for what the runner does not do
+    (``on_box``: the manifest's backend is an ssh one, whose executor runs BOX_KEYS)."""
     for key, why in NOT_RUN.items():
+        if on_box and key in BOX_KEYS:
+            continue
         if key in doc and not _asks_nothing(key, doc[key]):
             yield (key,), key, why
     for block in manifest.blocks(doc):

@@ -7,10 +7,11 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from campaignops import manifest, queuefile, schema
+from campaignops import frontmatter, manifest, queuefile, schema, yamldoc
 from campaignops.checks import manifest_keys
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.errors import CampaignError
 from campaignops.yamldoc import Locator
 
 FAMILY = "MAN"
@@ -97,15 +98,34 @@ ID_FIX = "change the id (for a grid: template.id or the grid values) to one word
 OPTION_FIX = "each key becomes --key on the command line: rename it"
 
 
+def box_backends(ctx: CheckContext) -> frozenset[str]:
+    """The authorized backends whose page says ``kind: ssh``: their box executor runs the
+    experiment-queue keys a scheduler does not (manifest_keys.BOX_KEYS)."""
+    found = set()
+    for name in ctx.policy.backends:
+        page = f"backends/{name}.md"
+        # A missing page is POLICY's finding; reading it here would report it a second time.
+        text = ctx.reader.read_text(page) if "/" not in name and ctx.reader.is_file(page) else None
+        fm = frontmatter.split(text or "")
+        try:
+            data = yamldoc.load(fm.text, path=f"backends/{name}.md") if fm else None
+        except CampaignError:
+            continue  # the page's own check reports it
+        if isinstance(data, Mapping) and data.get("kind") == "ssh":
+            found.add(name)
+    return frozenset(found)
+
+
 def check(ctx: CheckContext) -> Iterator[Finding]:
     authorized = set(ctx.policy.backends) if ctx.policy.found else None
+    boxes = box_backends(ctx) if ctx.policy.found else frozenset()
     for rel, data, syntax in ctx.yamls("manifests"):
         if syntax is not None:
             yield CODES["MAN008"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
             continue
         text = ctx.reader.read_text(rel) or ""
         loc = Locator(text)
-        findings = list(check_document(rel, data, loc, authorized=authorized))
+        findings = list(check_document(rel, data, loc, authorized=authorized, boxes=boxes))
         yield from findings
         queue = data.get("queue") if isinstance(data, Mapping) else None
         if not findings and isinstance(queue, str) and not ctx.reader.is_file(queue):
@@ -116,7 +136,12 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def check_document(
-    rel: str, doc: Any, loc: Locator, *, authorized: set[str] | None
+    rel: str,
+    doc: Any,
+    loc: Locator,
+    *,
+    authorized: set[str] | None,
+    boxes: frozenset[str] = frozenset(),
 ) -> Iterator[Finding]:
     """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one."""
     errors = list(schema.validate(schema.MANIFEST, doc))
@@ -135,7 +160,7 @@ def check_document(
         yield from _placeholders(rel, block, loc)
     yield from _phases(rel, doc, loc)
     yield from _queue(rel, doc, loc)
-    yield from _keys(rel, doc, loc)
+    yield from _keys(rel, doc, loc, on_box=doc.get("backend") in boxes)
     yield from _arg_keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
@@ -232,9 +257,11 @@ def _arg_keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Findin
             )
 
 
-def _keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+def _keys(
+    rel: str, doc: Mapping[str, Any], loc: Locator, *, on_box: bool = False
+) -> Iterator[Finding]:
     """Keys the runner does not run, preconditions it could not check, outputs it would ignore."""
-    for where, shown, why in manifest_keys.not_run(doc):
+    for where, shown, why in manifest_keys.not_run(doc, on_box=on_box):
         line, col = loc.at(where, key=True)
         yield CODES["MAN012"].at(
             rel, line, col, key=shown, what=why.what, when=why.when, fix=why.fix

@@ -29,8 +29,9 @@ from campaignops import manifest, walltime
 from campaignops.errors import UsageError
 from campaignops.policy import Policy
 from campaignops.queuefile import Cell
+from campaignops.runner import retry
 from campaignops.runner.gates import job_name
-from campaignops.runner.spec import JobSpec, Precondition, Resources
+from campaignops.runner.spec import BoxSettings, JobSpec, Precondition, Resources
 
 STAGES = ("smoke", "single", "production")
 # Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,
@@ -95,6 +96,33 @@ def resources_for(doc: Mapping[str, Any], phase: str | None, stage: str) -> Reso
         # The experiment-queue's GPU list runs one task per GPU: each task asks for one.
         layers.insert(0, {"gpus": 1})
     return _resources(*layers)
+
+
+def box_settings(doc: Mapping[str, Any]) -> BoxSettings:
+    """The keys only a box's executor runs (ssh backends), as the schema accepted them."""
+
+    def text(key: str) -> str | None:
+        value = doc.get(key)
+        return value if isinstance(value, str) and value else None
+
+    gpus = doc.get("gpus")
+    listed = (
+        tuple(g for g in gpus if isinstance(g, int) and not isinstance(g, bool))
+        if isinstance(gpus, list)
+        else None
+    )
+    threshold = doc.get("gpu_free_threshold_mib")
+    rule = retry.policy_of(doc)
+    return BoxSettings(
+        gpus=listed or None,
+        gpu_free_threshold_mib=threshold
+        if isinstance(threshold, int) and not isinstance(threshold, bool)
+        else None,
+        conda=text("conda"),
+        conda_hook=text("conda_hook"),
+        oom_attempts=rule.max_attempts if rule else None,
+        oom_delay_s=rule.delay_s if rule else None,
+    )
 
 
 def gpu_pool(doc: Mapping[str, Any]) -> int:
@@ -219,6 +247,7 @@ def plan(
             env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
             outputs=tuple(t.output for t in members) if any(t.output for t in members) else (),
             preconditions=preconditions(doc),
+            box=box_settings(doc),
         )
         jobs.append(
             PlannedJob(

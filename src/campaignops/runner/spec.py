@@ -69,6 +69,28 @@ class Precondition:
 
 
 @dataclass(frozen=True)
+class BoxSettings:
+    """The experiment-queue keys that only a box's own executor can run (ssh backends: the
+    executor on the box reads them from job.json; a scheduler gives each task its own GPUs and
+    needs none of them). None: the key is absent."""
+
+    gpus: tuple[int, ...] | None = None  # the manifest's GPU index list, one task per GPU
+    gpu_free_threshold_mib: int | None = None  # a GPU is free below this memory.used
+    conda: str | None = None  # the environment each task runs in
+    conda_hook: str | None = None  # the conda.sh to source first (else `conda shell.bash hook`)
+    oom_attempts: int | None = None  # oom_retry.max_attempts (2 or more)
+    oom_delay_s: float | None = None  # oom_retry.delay
+
+    def record(self) -> dict[str, object]:
+        """The settings that are set, as the ssh backend's script line carries them."""
+        return {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in self.__dict__.items()
+            if v is not None
+        }
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """One submission: a single job (one task) or ONE array job (several tasks).
 
@@ -93,6 +115,7 @@ class JobSpec:
     # once the task exited 0, relative to ``workdir``; ``${NAME}`` references expand.
     outputs: tuple[str | None, ...] = ()
     preconditions: tuple[Precondition, ...] = ()  # job-wide, checked before each task
+    box: BoxSettings = BoxSettings()  # what only an ssh backend's box executor runs
 
     @property
     def is_array(self) -> bool:
