@@ -165,3 +165,18 @@ def load_file(path: Path, *, shown: str) -> Catalog:
 
 def categories(entries: Sequence[Entry]) -> set[str]:
     return {e.category for e in entries}
+
+
+GPU_OOM = "oom-gpu"  # the category the box executor's oom_retry acts on
+
+
+def oom_patterns(catalog: Catalog, *, backend: str | None, kind: str | None) -> tuple[str, ...]:
+    """The matchers of the catalog's GPU out-of-memory entries that apply to ``backend``, as
+    regex sources the box executor compiles as they are (``(?i)``: case-insensitive, as here).
+    The executor retries a task whose log tail one of them matches (the manifest's oom_retry)."""
+    return tuple(
+        f"(?i){m.source}"
+        for e in catalog.entries
+        if e.category == GPU_OOM and e.applies_to(backend, kind)
+        for m in e.matchers
+    )
