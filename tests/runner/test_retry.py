@@ -83,3 +83,15 @@ def test_policy_reads_only_what_asks_for_a_retry() -> None:
     assert retry.policy_of({"oom_retry": {"delay": 5, "max_attempts": 2}}) == retry.Policy(2, 5.0)
     for doc in ({}, {"oom_retry": {"delay": 5}}, {"oom_retry": {"max_attempts": True}}, None):
         assert retry.policy_of(doc) is None
+
+
+def test_an_oom_on_a_box_that_retries_by_itself_is_final() -> None:
+    # An ssh box's executor already retried the task (manifest oom_retry): no second round.
+    book = _ledger(_job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY"))
+    assert retry.pending(
+        book.jobs, manifest=lambda rel: MANIFEST, now=T0, on_box=lambda b: True
+    ) == (
+        [],
+        [],
+    )
+    assert len(retry.pending(book.jobs, manifest=lambda rel: MANIFEST, now=T0)[0]) == 1

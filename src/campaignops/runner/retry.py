@@ -61,10 +61,13 @@ def pending(
     *,
     manifest: Callable[[str], Any],
     now: dt.datetime,
+    on_box: Callable[[str], bool] = lambda backend: False,
 ) -> tuple[list[Due], list[Due]]:
     """(due now, still waiting for their delay): one entry per manifest, stage, backend and
     attempt. A target qualifies when its latest attempt at the stage ran OUT_OF_MEMORY, that
-    attempt is below max_attempts, and nothing was submitted for it since."""
+    attempt is below max_attempts, and nothing was submitted for it since. A job on a backend
+    whose box executor retries by itself (``on_box``: ssh backends) has had its attempts there:
+    its OUT_OF_MEMORY is final."""
     latest: dict[tuple[str, str, str], ledger.Job] = {}
     for job in sorted(jobs, key=ledger.Job.sort_key):
         where = job.text("manifest")
@@ -75,7 +78,7 @@ def pending(
     groups: dict[tuple[str, str, str, int], tuple[list[str], set[str], dt.datetime]] = {}
     for (where, stage, target), job in latest.items():
         task = job.task(target)
-        if task is None or task.state != OOM:
+        if task is None or task.state != OOM or on_box(job.backend or ""):
             continue
         if where not in policies:
             policies[where] = policy_of(manifest(where))

@@ -281,6 +281,14 @@ def _manifest(root: Path, rel: str) -> Any:
         return None  # a manifest gone or broken asks for no retry; campaign check says why
 
 
+def _on_box(root: Path, backend: str) -> bool:
+    """The backend's box executor retries an OOM itself (manifest oom_retry, on an ssh box)."""
+    try:
+        return backends.module_for(backends.page(root, backend)) == "ssh"
+    except CampaignError:
+        return False
+
+
 def _retry_oom(
     *, root: Path, now: Callable[[], dt.datetime], call: Call
 ) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
@@ -288,7 +296,10 @@ def _retry_oom(
     gates as any submission. Returns what was submitted, how many wait for their delay, and
     what a gate refused (tried again at the next refresh)."""
     due, waiting = retry.pending(
-        ledger.read(root).jobs, manifest=lambda rel: _manifest(root, rel), now=now()
+        ledger.read(root).jobs,
+        manifest=lambda rel: _manifest(root, rel),
+        now=now(),
+        on_box=lambda name: _on_box(root, name),
     )
     submitted: list[str] = []
     refused: list[str] = []
