@@ -228,3 +228,32 @@ def test_an_unreachable_box_is_unknown_not_failed(camp: Path, run, ssh_boxes) ->
     finally:
         box2.start()
     assert refreshed_until_finished(run, camp).state == "COMPLETED"
+
+
+def test_cancel_reaches_the_task_on_its_box(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    long = NAPS.replace("smoke:\n  args: {seconds: 3}", "smoke:\n  args: {seconds: 300}")
+    (camp / "manifests/long.yaml").write_text(long)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "long naps")
+    assert run("submit", "manifests/long.yaml", "--stage", "smoke").code == 0
+    job_id = str(newest(camp).job_id)
+    box2 = ssh_boxes[1]  # runs b only
+    wait_for(
+        "task 1 to run on box2",
+        lambda: box_state(box2, job_id).get("tasks", {}).get("1", {}).get("state") == "RUNNING",
+    )
+    out = run("cancel", job_id, "--targets", "b", "--reason", "wrong config")
+    assert out.code == 0, out.err
+    wait_for(
+        "task 1 to be cancelled on box2",
+        lambda: box_state(box2, job_id)["tasks"]["1"]["state"] == "CANCELLED",
+    )
+    assert box_state(ssh_boxes[0], job_id)["tasks"]["0"]["state"] == "RUNNING"
+    assert run("cancel", job_id).code == 0
+    finished = refreshed_until_finished(run, camp)
+    assert finished.state == "CANCELLED"
+    assert {k: t["state"] for k, t in finished.record["tasks"].items()} == {
+        "0": "CANCELLED",
+        "1": "CANCELLED",
+        "2": "CANCELLED",
+    }

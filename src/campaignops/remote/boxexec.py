@@ -86,7 +86,10 @@ def proc_ticks(pid: Any) -> int | None:
 
 
 def alive(record: Any) -> bool:
-    return isinstance(record, dict) and proc_ticks(record.get("pid")) == record.get("ticks")
+    # A record without a pid (a task that ended) is not alive: None == None must not say so.
+    if not isinstance(record, dict) or record.get("pid") is None:
+        return False
+    return proc_ticks(record.get("pid")) == record.get("ticks")
 
 
 def killpg(pgid: Any, sig: int) -> None:
