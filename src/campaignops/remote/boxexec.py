@@ -86,7 +86,9 @@ def proc_ticks(pid: Any) -> int | None:
 
 
 def alive(record: Any) -> bool:
-    return isinstance(record, dict) and proc_ticks(record.get("pid")) == record.get("ticks")
+    if not isinstance(record, dict) or record.get("ticks") is None:
+        return False
+    return bool(proc_ticks(record.get("pid")) == record["ticks"])
 
 
 def killpg(pgid: Any, sig: int) -> None:
@@ -395,17 +397,21 @@ class Executor:
 
     def start_ready(self) -> None:
         gpus = self.job.get("gpus")
-        cap = self.job.get("max_parallel") or (len(gpus) if gpus else os.cpu_count() or 1)
+        # With GPUs, the GPUs are the limit (one task each); max_parallel may lower it.
+        cap = self.job.get("max_parallel") or (1 << 30 if gpus else os.cpu_count() or 1)
         running = sum(t["state"] == "RUNNING" for t in self.tasks.values())
         ready = [k for k in self.order if self.tasks[k]["state"] == "PENDING"
                  and self.tasks[k]["not_before"] <= time.time()]  # fmt: skip
-        for key in ready:
+        for n, key in enumerate(ready):
+            gpu = None
             if running >= cap:
-                break
-            gpu = self.pick_gpu() if gpus else None
-            if gpus and gpu is None:
-                for k in ready[ready.index(key) :]:
-                    self.tasks[k]["reason"] = self.gpu_why
+                why = "JobArrayTaskLimit"  # Slurm's word for a task held back by the cap
+            else:
+                gpu = self.pick_gpu() if gpus else None
+                why = self.gpu_why if gpus and gpu is None else ""
+            if why:
+                for k in ready[n:]:
+                    self.tasks[k]["reason"] = why
                 break
             self.launch(key, gpu)
             running += 1
