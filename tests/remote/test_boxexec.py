@@ -36,9 +36,8 @@ def test_one_task_per_gpu_each_sees_its_gpu(box: Box) -> None:
     )
     box.job("j", dict.fromkeys(range(6), body), gpus=[0, 1, 2, 3])
     assert box.start("j")["started"] is True
-    view = box.until(
-        "j", lambda v: sum(t["state"] == "RUNNING" for t in v["tasks"].values()) == 4, "4 running"
-    )
+    # The launches are saved one by one; the waiting tasks' reason comes with the tick's end.
+    view = box.until("j", lambda v: v["tasks"]["5"]["reason"] is not None, "5 waiting")
     running = {i: t["gpu"] for i, t in view["tasks"].items() if t["state"] == "RUNNING"}
     assert running == {"0": 0, "1": 1, "2": 2, "3": 3}
     assert [view["tasks"][i]["state"] for i in ("4", "5")] == ["PENDING", "PENDING"]

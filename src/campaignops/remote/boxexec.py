@@ -45,6 +45,7 @@ TMUX_SOCKET = os.environ.get("BOXEXEC_TMUX_SOCKET", "campaignops")
 TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
 GPU_POLL_S = float(os.environ.get("BOXEXEC_GPU_POLL_S", "10"))  # a busy box is not asked more
 TAIL_LINES, TAIL_BYTES = 200, 1 << 18
+STARTING_S = float(os.environ.get("BOXEXEC_STARTING_S", "60"))
 
 
 class BoxError(Exception):
@@ -153,15 +154,28 @@ def fold(tasks: Sequence[dict[str, Any]]) -> str:
     return "PENDING" if fresh else "RUNNING"
 
 
-def lock(jobdir: Path) -> int | None:
-    """The executor lock's descriptor, or None when another process holds it."""
+def lock(jobdir: Path, patience_s: float = 0.0) -> int | None:
+    """The executor lock's descriptor, or None while another process holds it. ``start`` and
+    ``cancel`` only probe it (held for microseconds); ``run`` is patient, so a probe never
+    turns a starting executor away."""
     fd = os.open(str(jobdir / "executor.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def locked(jobdir: Path) -> bool:
+    fd = lock(jobdir)
+    if fd is not None:
         os.close(fd)
-        return None
-    return fd
+    return fd is None
 
 
 class Executor:
@@ -291,6 +305,7 @@ class Executor:
         t.update(state="RUNNING", pid=proc.pid, ticks=proc_ticks(proc.pid), t0=time.time(),
                  start=now(), end=None, exit_code=None, gpu=gpu, reason=None, stop=None,
                  term_at=None, warned=False, killed=False)  # fmt: skip
+        self.save()  # at once: an executor killed now must not start it a second time
 
     def stop(self, key: str, why: str) -> None:
         t = self.tasks[key]
@@ -316,7 +331,8 @@ class Executor:
         )
         if limit and warning and not t["warned"] and age >= limit - warning["seconds"]:
             t["warned"] = True  # to the wrapper, which passes it to the batch shell only
-            os.kill(t["pid"], getattr(signal, "SIG" + str(warning["signal"])))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(t["pid"], getattr(signal, "SIG" + str(warning["signal"])))
         if limit and age >= limit:
             self.stop(key, "TIMEOUT")
         wait = float(self.job.get("kill_wait_s") or 30)
@@ -448,17 +464,19 @@ def tmux(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def clean_sessions() -> list[str]:
-    """Kill ``campaignops-*`` sessions whose job finished, whose directory is gone or whose
-    executor no longer runs (a pane left behind)."""
-    out, killed = tmux("list-sessions", "-F", "#{session_name}\t#{@campaignops_jobdir}"), []
+    """Kill ``campaignops-*`` sessions whose job finished, whose directory is gone, or that
+    hold no executor (a pane left behind; a session younger than a minute may still be
+    starting its executor)."""
+    form = "#{session_name}\t#{session_created}\t#{@campaignops_jobdir}"
+    out, killed = tmux("list-sessions", "-F", form), []
     for line in out.stdout.decode("utf-8", "replace").splitlines() if out.returncode == 0 else ():
-        name, _, jobdir = line.partition("\t")
+        name, created, jobdir = [*line.split("\t"), "", ""][:3]
         if not name.startswith(SESSION) or not jobdir:
             continue
         state = read_json(Path(jobdir) / "state.json")
-        executor = state.get("executor") if isinstance(state, dict) else None
         finished = isinstance(state, dict) and state.get("state") in FINISHED
-        if not Path(jobdir).is_dir() or finished or (executor and not alive(executor)):
+        old = created.isdigit() and time.time() - int(created) > STARTING_S
+        if not Path(jobdir).is_dir() or finished or (old and not locked(Path(jobdir))):
             tmux("kill-session", "-t", "=" + name)
             killed.append(name)
     return killed
@@ -467,11 +485,9 @@ def clean_sessions() -> list[str]:
 def cmd_start(jobdir: Path) -> dict[str, Any]:
     job = load_job(jobdir)
     cleaned = clean_sessions() if shutil.which("tmux") else []
-    fd = lock(jobdir)
-    if fd is None:
-        executor = (read_json(jobdir / "state.json") or {}).get("executor") or {}
-        return {"started": False, "pid": executor.get("pid"), "via": None, "cleaned": cleaned}
-    os.close(fd)  # released: the executor takes it; two racing starts leave one executor
+    if locked(jobdir):
+        return {"started": False, "pid": holder(jobdir), "via": None, "cleaned": cleaned}
+    # Two racing starts may both get here: the second executor finds the lock taken and ends.
     argv = [sys.executable, str(Path(__file__).resolve()), "run", str(jobdir)]
     log = jobdir / "executor.log"
     if shutil.which("tmux") and os.environ.get("BOXEXEC_DETACH") != "setsid":
@@ -487,7 +503,7 @@ def cmd_start(jobdir: Path) -> dict[str, Any]:
         if out.returncode != 0:
             raise BoxError(message="tmux: " + out.stderr.decode("utf-8", "replace").strip(),
                            hint="start again; BOXEXEC_DETACH=setsid avoids tmux")  # fmt: skip
-        tmux("set-option", "-t", "=" + name, "@campaignops_jobdir", str(jobdir))
+        tmux("set-option", "-t", "=" + name + ":", "@campaignops_jobdir", str(jobdir))
         return {
             "started": True,
             "pid": int(out.stdout.split()[0]),
@@ -502,10 +518,22 @@ def cmd_start(jobdir: Path) -> dict[str, Any]:
     return {"started": True, "pid": proc.pid, "via": "setsid", "cleaned": cleaned}
 
 
+def holder(jobdir: Path) -> int | None:
+    """The pid the lock's holder wrote into the lock file (it may be a moment late)."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        text = (jobdir / "executor.lock").read_text(encoding="ascii", errors="replace").strip()
+        if text.isdigit() or time.monotonic() >= deadline:
+            return int(text) if text.isdigit() else None
+        time.sleep(0.05)
+
+
 def cmd_run(jobdir: Path) -> dict[str, Any]:
-    fd = lock(jobdir)
+    fd = lock(jobdir, patience_s=2.0)
     if fd is None:
         return {"ran": False, "reason": f"another executor holds {jobdir}/executor.lock"}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     executor = Executor(jobdir)
     executor.run()
     return {"ran": True, "state": executor.state["state"]}
