@@ -293,7 +293,8 @@ def test_afterok_waits_for_its_parent_and_never_runs_after_a_failed_one(box: Box
     orphan = box.finished("orphan")
     assert orphan["state"] == "CANCELLED"
     assert {t["reason"] for t in orphan["tasks"].values()} == {"DependencyNeverSatisfied"}
-    assert box.job_view("child")["state"] == "PENDING"
+    child = box.until("child", lambda v: v["tasks"]["0"]["reason"] is not None, "waiting")
+    assert (child["state"], child["tasks"]["0"]["reason"]) == ("PENDING", "Dependency")
     (box.deploy / "go-0").touch()
     assert box.finished("child")["state"] == "COMPLETED"
     assert box.marks("child-saw") == ["ok"]

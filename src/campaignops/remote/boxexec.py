@@ -403,6 +403,8 @@ class Executor:
                 t.update(state="CANCELLED", reason="cancelled", end=now())
             elif t["state"] == "PENDING" and verdict == "never":
                 t.update(state="CANCELLED", reason="DependencyNeverSatisfied", end=now())
+            elif t["state"] == "PENDING" and verdict == "wait":
+                t["reason"] = "Dependency"  # Slurm's words, as for the end above
         if launching and verdict == "ok":
             self.start_ready()
         tasks = [self.tasks[k] for k in self.order]
@@ -602,10 +604,12 @@ def cmd_outputs(jobdir: Path) -> dict[str, Any]:
         found[key] = []
         for rel in wanted.get(key) or ():
             path = base / rel
-            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-            for f in files:
-                entry = digest(f) if f.is_file() else {"size": None, "sha256": None}
-                found[key].append(dict(entry, path=str(f.relative_to(base))))
+            if path.is_dir():  # each file in it, by its path under the output's
+                files = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+                found[key] += [dict(digest(path / f), path=f"{rel}/{f}") for f in files]
+            else:
+                entry = digest(path) if path.is_file() else {"size": None, "sha256": None}
+                found[key].append(dict(entry, path=rel))
     return found
 
 
