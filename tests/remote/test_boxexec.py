@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -310,9 +311,21 @@ def test_start_is_idempotent(box: Box) -> None:
     assert box.finished("j")["state"] == "COMPLETED"
 
 
+def test_racing_starts_leave_one_executor(box: Box) -> None:
+    box.job("j", {0: f"{HOLD}\n{RAN}"})
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(box.start, ["j"] * 3))
+    # Each start answers with the executor that holds the lock: the same one.
+    assert {a["pid"] for a in answers} == {box.state("j")["executor"]["pid"]}
+    (box.deploy / "go-0").touch()
+    box.finished("j")
+    assert box.marks("ran") == ["0"]
+
+
 def test_status_answers_every_job_in_one_document(box: Box) -> None:
     box.job("a", {0: "exit 0", 1: "exit 97"}, gpus=[2])
     box.job("b", {5: "exit 0"})
+    (box.root / ".c.tmp").mkdir()  # a job directory the backend is still writing
     box.start("a")
     box.finished("a")
     status = box.status()

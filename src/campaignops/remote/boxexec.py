@@ -490,13 +490,15 @@ def cmd_start(jobdir: Path) -> dict[str, Any]:
     if locked(jobdir):
         return {"started": False, "pid": holder(jobdir), "via": None, "cleaned": cleaned}
     # Two racing starts may both get here: the second executor finds the lock taken and ends.
+    (jobdir / "executor.lock").write_bytes(b"")  # the pid of the executor started below comes
     argv = [sys.executable, str(Path(__file__).resolve()), "run", str(jobdir)]
     log = jobdir / "executor.log"
     if shutil.which("tmux") and os.environ.get("BOXEXEC_DETACH") != "setsid":
         name = SESSION + str(job["job_id"])
         tmux("kill-session", "-t", "=" + name)  # a pane whose executor is gone (lock was free)
-        # The tmux server keeps the environment it started with: pass ours explicitly.
-        keep = {k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("BOXEXEC_")}
+        # The tmux server gives a new session the environment the server started with: pass
+        # ours, so the tasks see the same environment as under setsid.
+        keep = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
         words = ["exec", "env", *(f"{k}={v}" for k, v in keep.items()), *argv]
         line = "{} >>{} 2>&1".format(" ".join(shlex.quote(w) for w in words), shlex.quote(str(log)))
         out = tmux(
@@ -506,23 +508,21 @@ def cmd_start(jobdir: Path) -> dict[str, Any]:
             raise BoxError(message="tmux: " + out.stderr.decode("utf-8", "replace").strip(),
                            hint="start again; BOXEXEC_DETACH=setsid avoids tmux")  # fmt: skip
         tmux("set-option", "-t", "=" + name + ":", "@campaignops_jobdir", str(jobdir))
-        return {
-            "started": True,
-            "pid": int(out.stdout.split()[0]),
-            "via": "tmux",
-            "cleaned": cleaned,
-        }
-    with log.open("ab") as out_log:
-        proc = subprocess.Popen(
-            argv, cwd=str(jobdir), stdin=subprocess.DEVNULL, stdout=out_log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    return {"started": True, "pid": proc.pid, "via": "setsid", "cleaned": cleaned}
+        via, pid = "tmux", int(out.stdout.split()[0])
+    else:
+        with log.open("ab") as out_log:
+            proc = subprocess.Popen(
+                argv, cwd=str(jobdir), stdin=subprocess.DEVNULL, stdout=out_log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        via, pid = "setsid", proc.pid
+    # Return once the executor holds the lock, so a start right after this one sees it.
+    return {"started": True, "pid": holder(jobdir, 10.0) or pid, "via": via, "cleaned": cleaned}
 
 
-def holder(jobdir: Path) -> int | None:
+def holder(jobdir: Path, patience_s: float = 2.0) -> int | None:
     """The pid the lock's holder wrote into the lock file (it may be a moment late)."""
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + patience_s
     while True:
         text = (jobdir / "executor.lock").read_text(encoding="ascii", errors="replace").strip()
         if text.isdigit() or time.monotonic() >= deadline:
@@ -556,7 +556,9 @@ def view(jobdir: Path) -> dict[str, Any]:
 
 
 def cmd_status(root: Path, names: Sequence[str]) -> dict[str, Any]:
-    listed = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    # A name starting with "." is a job directory still being written (renamed when whole).
+    found = root.iterdir() if root.is_dir() else ()
+    listed = sorted(p for p in found if p.is_dir() and not p.name.startswith("."))
     dirs = [root / n for n in names] if names else listed
     jobs = {d.name: view(d) for d in dirs}
     rows = query_gpus()[0] if shutil.which("nvidia-smi") else None
@@ -621,7 +623,8 @@ def cmd_wrap(receipt: Path, argv: Sequence[str]) -> int:
 
     def forward(signum: int, frame: object) -> None:
         if child:
-            os.kill(child[0], signum)
+            with contextlib.suppress(ProcessLookupError):  # it may have just ended
+                os.kill(child[0], signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: None)  # a handler, not SIG_IGN: exec resets it
