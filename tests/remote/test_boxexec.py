@@ -3,8 +3,11 @@ job directories under a temp dir, real bash tasks, ``nvidia-smi`` a replay of re
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.remote.boxkit import Box
+from tests.remote.boxkit import BOXEXEC, Box
 
 # A task that appends its index to deploy/<file> once per run, so a re-run shows.
 RAN = 'echo "$CAMPAIGN_TASK_INDEX" >> ran'
@@ -382,3 +385,29 @@ def test_outputs_lists_each_finished_tasks_files_with_size_and_sha256(box: Box) 
     box.finished("j")
     missing = {"path": "out/1", "size": None, "sha256": None}
     assert box.call("outputs", str(box.root / "j"))["1"] == [missing]
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"gpus": "0,1"}, "gpus is '0,1'"),
+        ({"warning": {"signal": "NOPE", "seconds": 5}}, "warning is {'signal': 'NOPE'"),
+        (
+            {"oom_retry": {"max_attempts": 2, "delay_s": 1, "patterns": ["("]}},
+            "oom_retry pattern '('",
+        ),
+        ({"indices": None}, "indices is None"),
+    ],
+)
+def test_start_refuses_a_job_file_it_cannot_follow(
+    box: Box, fields: dict[str, object], said: str
+) -> None:
+    box.job("j", {0: RAN}, **fields)
+    out = subprocess.run(
+        [sys.executable, str(BOXEXEC), "start", str(box.root / "j")],
+        env=box.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    answer = json.loads(out.stdout)
+    assert (out.returncode, set(answer)) == (2, {"error", "hint"})
+    assert said in answer["error"]
+    assert not (box.root / "j" / "state.json").exists()

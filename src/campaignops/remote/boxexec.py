@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -134,14 +134,47 @@ def query_gpus() -> tuple[list[dict[str, Any]] | None, str]:
     return parse_gpus(out.stdout.decode("utf-8", "replace")), ""
 
 
+def _ints(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+# What job.json's keys must hold (None is allowed for each but indices); checked before start.
+SHAPES: dict[str, Callable[[Any], bool]] = {
+    "indices": _ints,
+    "gpus": _ints,
+    "after": lambda v: isinstance(v, list) and all(isinstance(j, str) for j in v),
+    "max_parallel": lambda v: isinstance(v, int) and v > 0,
+    "time_limit_s": _number,
+    "kill_wait_s": _number,
+    "gpu_free_threshold_mib": _number,
+    "warning": lambda v: isinstance(v, dict) and _number(v.get("seconds"))
+    and hasattr(signal, "SIG" + str(v.get("signal"))),
+    "oom_retry": lambda v: isinstance(v, dict) and isinstance(v.get("max_attempts"), int)
+    and _number(v.get("delay_s", 0)) and isinstance(v.get("patterns"), list),
+    "conda": lambda v: isinstance(v, dict) and all(isinstance(v.get(k), str) for k in ("hook", "env")),
+    "outputs": lambda v: isinstance(v, dict) and all(isinstance(p, list) for p in v.values()),
+}  # fmt: skip
+
+
 def load_job(jobdir: Path) -> dict[str, Any]:
     job = read_json(jobdir / "job.json")
-    hint = "the ssh backend writes job.json before start; submit again"
+    hint = "the ssh backend writes job.json before start (docs/formats.md); submit again"
     if not isinstance(job, dict) or not (jobdir / "script.sh").is_file():
         raise BoxError(message=f"{jobdir}: no readable job.json and script.sh", hint=hint)
-    indices = job.get("indices")
-    if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
-        raise BoxError(message=f"{jobdir}/job.json: indices is not a list of integers", hint=hint)
+    for key, shape in SHAPES.items():
+        value = job.get(key)
+        if (value is not None or key == "indices") and not shape(value):
+            raise BoxError(message=f"{jobdir}/job.json: {key} is {value!r}", hint=hint)
+    for pattern in (job.get("oom_retry") or {}).get("patterns", ()):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise BoxError(message=f"{jobdir}/job.json: oom_retry pattern {pattern!r}: {exc}",
+                           hint=hint) from None  # fmt: skip
     job.setdefault("job_id", jobdir.name)
     return job
 
