@@ -381,6 +381,7 @@ class Executor:
         if isinstance(receipt, dict) and isinstance(receipt.get("exit_code"), int):
             code = receipt["exit_code"]
         t.update(end=now(), exit_code=code, pid=None, ticks=None)
+        self.gpu_wait_until = 0.0  # its GPU may be free now: ask at the next launch
         retry = self.job.get("oom_retry")
         if t["stop"]:
             t["state"] = t["stop"]
