@@ -169,3 +169,13 @@ def test_the_replay_refuses_any_other_query(box: Box) -> None:
     )  # fmt: skip
     assert out.returncode == 2
     assert "replays only" in out.stdout
+
+
+def test_the_executors_copies_of_runner_constants_agree_with_the_runner() -> None:
+    """boxexec may import nothing of ours, so it carries copies; they must not drift."""
+    from campaignops.runner import script, spec
+
+    assert dict(script.REASONS) == boxexec.REASONS
+    assert tuple(s for s in spec.WORST_FIRST if s != "UNKNOWN") == boxexec.WORST_FIRST
+    assert set(boxexec.FINISHED) <= spec.FINISHED
+    assert f"{spec.TASK_INDEX}=key" in BOXEXEC.read_text(encoding="utf-8")  # the task env
