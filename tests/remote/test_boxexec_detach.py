@@ -38,19 +38,26 @@ def sessions(box: Box) -> list[str]:
 @needs_tmux
 def test_start_runs_the_executor_in_a_tmux_session_named_for_the_job(box: Box) -> None:
     del box.env["BOXEXEC_DETACH"]
-    box.job("j", {0: HOLD})
+    # A tmux server already running (started by an earlier login) without the variable:
+    socket = box.env["BOXEXEC_TMUX_SOCKET"]
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "login", "sleep 600"],
+                   env=box.env, check=True)  # fmt: skip
+    box.env["SEEN_BY_TASK"] = "from the ssh session"
+    box.job("j", {0: f'echo "seen=$SEEN_BY_TASK"\n{HOLD}'})
     started = box.start("j")
     assert (started["started"], started["via"]) == (True, "tmux")
-    assert sessions(box) == ["campaignops-j"]
+    assert (box.root / "j" / "executor.env").stat().st_mode & 0o777 == 0o600
+    assert sessions(box) == ["campaignops-j", "login"]
     view = box.until("j", lambda v: v["executor_alive"], "executor up")
     assert box.state("j")["executor"]["pid"] == started["pid"]
     assert box.start("j")["started"] is False
     (box.deploy / "go-0").touch()
     assert box.finished("j")["state"] == "COMPLETED"
     assert view["tasks"]["0"]["state"] in ("PENDING", "RUNNING")
+    assert "seen=from the ssh session" in box.log("j", 0)
     # The session ends with its executor.
     deadline = time.monotonic() + 30
-    while sessions(box):
+    while sessions(box) != ["login"]:
         assert time.monotonic() < deadline, sessions(box)
         time.sleep(0.05)
 

@@ -65,9 +65,10 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
         out.flush()
         os.fsync(out.fileno())
@@ -530,10 +531,12 @@ def cmd_start(jobdir: Path) -> dict[str, Any]:
     if shutil.which("tmux") and os.environ.get("BOXEXEC_DETACH") != "setsid":
         name = SESSION + str(job["job_id"])
         tmux("kill-session", "-t", "=" + name)  # a pane whose executor is gone (lock was free)
-        # The tmux server gives a new session the environment the server started with: pass
-        # ours, so the tasks see the same environment as under setsid.
-        keep = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
-        words = ["exec", "env", *(f"{k}={v}" for k, v in keep.items()), *argv]
+        # A tmux session gets the environment the tmux server started with, and a command line
+        # has a size limit: ours goes through a file, so the tasks see what they would under
+        # setsid.
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+        write_json(jobdir / "executor.env", environ, mode=0o600)  # it may hold secrets
+        words = ["exec", *argv, "--environ", str(jobdir / "executor.env")]
         line = "{} >>{} 2>&1".format(" ".join(shlex.quote(w) for w in words), shlex.quote(str(log)))
         out = tmux(
             "new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-c", str(jobdir), line
@@ -564,7 +567,10 @@ def holder(jobdir: Path, patience_s: float = 2.0) -> int | None:
         time.sleep(0.05)
 
 
-def cmd_run(jobdir: Path) -> dict[str, Any]:
+def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
+    if environ:
+        os.environ.clear()
+        os.environ.update(read_json(Path(environ)) or {})
     fd = lock(jobdir, patience_s=2.0)
     if fd is None:
         return {"ran": False, "reason": f"another executor holds {jobdir}/executor.lock"}
@@ -680,6 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("start", "run", "outputs"):
         sub.add_parser(name).add_argument("jobdir")
+    sub.choices["run"].add_argument("--environ", help="a JSON file: the environment to run in")
     status = sub.add_parser("status")
     status.add_argument("root")
     status.add_argument("jobs", nargs="*")
@@ -695,7 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "start":
                 result = cmd_start(jobdir)
             elif args.command == "run":
-                result = cmd_run(jobdir)
+                result = cmd_run(jobdir, args.environ)
             elif args.command == "cancel":
                 result = cmd_cancel(jobdir, args.tasks)
             else:
