@@ -22,6 +22,14 @@ RAN = 'echo "$CAMPAIGN_TASK_INDEX" >> ran'
 # Holds until deploy/go-<index> exists (no sleep the test would have to guess).
 HOLD = 'while [ ! -e "go-$CAMPAIGN_TASK_INDEX" ]; do sleep 0.05; done'
 
+# Claims its GPU with mkdir while it runs: a second task on a claimed GPU says CLASH.
+CLAIM = (
+    'mkdir "gpu-$CUDA_VISIBLE_DEVICES" 2>/dev/null || echo CLASH >> clashes\n'
+    'echo "gpu=$CUDA_VISIBLE_DEVICES"\n'
+    f"{HOLD}\n"
+    'rmdir "gpu-$CUDA_VISIBLE_DEVICES"'
+)
+
 
 @pytest.fixture
 def box(tmp_path: Path) -> Iterator[Box]:
@@ -31,14 +39,7 @@ def box(tmp_path: Path) -> Iterator[Box]:
 
 
 def test_one_task_per_gpu_each_sees_its_gpu(box: Box) -> None:
-    # Each task claims its GPU with mkdir: a second task on a claimed GPU would say CLASH.
-    body = (
-        'mkdir "gpu-$CUDA_VISIBLE_DEVICES" 2>/dev/null || echo CLASH >> clashes\n'
-        'echo "gpu=$CUDA_VISIBLE_DEVICES"\n'
-        f"{HOLD}\n"
-        'rmdir "gpu-$CUDA_VISIBLE_DEVICES"'
-    )
-    box.job("j", dict.fromkeys(range(6), body), gpus=[0, 1, 2, 3])
+    box.job("j", dict.fromkeys(range(6), CLAIM), gpus=[0, 1, 2, 3])
     assert box.start("j")["started"] is True
     # The launches are saved one by one; the waiting tasks' reason comes with the tick's end.
     view = box.until("j", lambda v: v["tasks"]["5"]["reason"] is not None, "5 waiting")
@@ -58,6 +59,31 @@ def test_one_task_per_gpu_each_sees_its_gpu(box: Box) -> None:
         assert f"gpu={task['gpu']}" in box.log("j", int(i))
     # nvidia-smi was asked again before each of the six launches.
     assert len(box.marks("../nvsmi-calls")) >= 6
+
+
+def test_two_jobs_on_one_box_never_share_a_gpu(box: Box) -> None:
+    # The memory a new task takes shows late (here: never): only the bookkeeping of every
+    # job on the box keeps the second job off the first one's GPUs.
+    for job_id in ("a", "b"):
+        box.job(job_id, dict.fromkeys(range(2), CLAIM), gpus=[0, 1])
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(box.start, ["a", "b"]))
+    views = {}
+    for job_id in ("a", "b"):
+        box.until(
+            job_id,
+            lambda v: all(t["state"] != "PENDING" or t["reason"] for t in v["tasks"].values()),
+            "settled",
+        )
+        views[job_id] = box.job_view(job_id)
+    running = [
+        t["gpu"] for v in views.values() for t in v["tasks"].values() if t["state"] == "RUNNING"
+    ]
+    assert sorted(running) == [0, 1]
+    for i in range(2):
+        (box.deploy / f"go-{i}").touch()
+    assert [box.finished(j)["state"] for j in ("a", "b")] == ["COMPLETED", "COMPLETED"]
+    assert box.marks("clashes") == []
 
 
 def test_a_gpu_with_memory_used_at_or_over_the_threshold_is_not_used(box: Box) -> None:

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -459,15 +459,31 @@ class Executor:
             gpu = None
             if running >= cap:
                 why = "JobArrayTaskLimit"  # Slurm's word for a task held back by the cap
+            elif gpus:
+                # One launch at a time on the box: from the query to the saved launch, so two
+                # executors never both see a GPU free and both take it.
+                with self.gpu_lock():
+                    gpu = self.pick_gpu()
+                    if gpu is not None:
+                        self.launch(key, gpu)
+                why = "" if gpu is not None else self.gpu_why
             else:
-                gpu = self.pick_gpu() if gpus else None
-                why = self.gpu_why if gpus and gpu is None else ""
+                why = ""
+                self.launch(key, None)
             if why:
                 for k in ready[n:]:
                     self.tasks[k]["reason"] = why
                 break
-            self.launch(key, gpu)
             running += 1
+
+    @contextlib.contextmanager
+    def gpu_lock(self) -> Iterator[None]:
+        fd = os.open(str(self.dir.parent / ".gpus.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def run(self) -> None:
         self.state["executor"] = {"pid": os.getpid(), "ticks": proc_ticks(os.getpid())}
