@@ -33,6 +33,9 @@ SSHD = "/usr/sbin/sshd"
 SFTP = "/usr/lib/openssh/sftp-server"
 PACKAGES = ("openssh-server", "openssh-client", "rsync", "tmux")
 REPLAY = Path(__file__).parent / "fakes" / "nvidia_smi_replay.py"
+RECORDINGS = Path(__file__).parent / "data" / "nvidia-smi"
+# What each box's nvidia-smi replays: box1 four idle P100s, box2 one idle V100 (recorded).
+GPUS = {"box1": "p100x4-idle.csv", "box2": "v100-idle.csv"}
 
 
 class BoxError(Exception):
@@ -211,6 +214,8 @@ def make_box(name: str, base: Path) -> Box:
     if REPLAY.is_file():
         shutil.copy(REPLAY, fakebin / "nvidia-smi")
         (fakebin / "nvidia-smi").chmod(0o755)
+        shutil.copy(RECORDINGS / GPUS.get(name, "v100-idle.csv"), fakebin / "nvsmi.csv")
+        (fakebin / "nvsmi.csv").chmod(0o644)
     (home / "work").mkdir()
     for path in (ssh_dir, ssh_dir / "authorized_keys", fakebin, home / "work", *fakebin.iterdir()):
         os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -233,7 +238,10 @@ def make_box(name: str, base: Path) -> Box:
                 "PermitRootLogin no",
                 f"AllowUsers {user}",
                 f"Subsystem sftp {SFTP}",
-                f"SetEnv PATH={fakebin}:/usr/local/bin:/usr/bin:/bin",
+                f"SetEnv PATH={fakebin}:/usr/local/bin:/usr/bin:/bin "
+                f"NVSMI_REPLAY={fakebin}/nvsmi.csv NVSMI_REPLAY_STATE={fakebin}/nvsmi-state.json "
+                # The executor's own pace, quicker than on a real box (it reads these knobs).
+                "BOXEXEC_TICK_S=0.2 BOXEXEC_GPU_POLL_S=1",
                 "",
             ]
         )

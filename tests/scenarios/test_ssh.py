@@ -257,3 +257,59 @@ def test_cancel_reaches_the_task_on_its_box(camp: Path, run, ssh_boxes) -> None:
         "1": "CANCELLED",
         "2": "CANCELLED",
     }
+
+
+GPU_NAPS = """\
+backend: generic-ssh
+resources: {time: "00:10:00"}
+smoke:
+  args: {seconds: 2}
+jobs:
+""" + "".join(
+    f"""\
+  - id: {x}
+    cmd: bash -c 'sleep "$2"; mkdir -p "$CAMPAIGN_OUT"; echo "$CUDA_VISIBLE_DEVICES" > "$CAMPAIGN_OUT/{x}"' {x}
+    args: {{seconds: 2}}
+    output: ${{CAMPAIGN_OUT}}/{x}
+"""
+    for x in "abc"
+)
+
+
+def test_each_task_gets_a_free_gpu_of_its_box(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    page = camp / "backends/generic-ssh.md"
+    gpus = [
+        ssh_boxes[0].instance(usd_per_hour=0.5, gpus=[0, 1]),
+        ssh_boxes[1].instance(usd_per_hour=0.5, gpus=[0]),
+    ]
+    text = page.read_text()
+    start = text.index("\ninstances: ")
+    end = text.index("\n", start + 1)
+    page.write_text(text[:start] + f"\ninstances: {json.dumps(gpus)}" + text[end:])
+    (camp / "manifests/gpus.yaml").write_text(GPU_NAPS)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "gpus")
+    # box2's only GPU is held by someone else (the replay's memory.used raised): b must wait.
+    busy = ssh_boxes[1].fakebin / "nvsmi-state.json"
+    busy.write_text(json.dumps({"used": {"0": 7358}}))
+    try:
+        assert run("submit", "manifests/gpus.yaml", "--stage", "smoke").code == 0
+        job = newest(camp)
+        job_id = str(job.job_id)
+        box1, box2 = ssh_boxes
+        wait_for(
+            "box1's two tasks to end", lambda: box_state(box1, job_id).get("state") == "COMPLETED"
+        )
+        waiting = box_state(box2, job_id)["tasks"]["1"]
+        assert waiting["state"] == "PENDING" and waiting["attempts"] == 0
+        assert waiting["reason"].startswith("no GPU below 500 MiB (0: 7358 MiB used")
+        assert run("status", "--refresh").code == 0
+        assert newest(camp).record["tasks"]["1"]["state"] == "PENDING"
+    finally:
+        busy.unlink()
+    assert refreshed_until_finished(run, camp).state == "COMPLETED"
+    placement = newest(camp).record["placement"]
+    out1, out2 = (Path(p["dir"]) / "runs/smoke" for p in placement)
+    # box1 ran a and c at once, each on a GPU of its own; box2 ran b on its GPU once it was free.
+    assert sorted([(out1 / "a").read_text(), (out1 / "c").read_text()]) == ["0\n", "1\n"]
+    assert (out2 / "b").read_text() == "0\n"
