@@ -242,6 +242,9 @@ def test_cancel_reaches_the_task_on_its_box(camp: Path, run, ssh_boxes) -> None:
         "task 1 to run on box2",
         lambda: box_state(box2, job_id).get("tasks", {}).get("1", {}).get("state") == "RUNNING",
     )
+    # While it runs, the same targets cannot be submitted again (no_sibling asks the boxes).
+    again = run("submit", "manifests/long.yaml", "--stage", "smoke")
+    assert again.code == 1 and "no_sibling" in again.err, again.err
     out = run("cancel", job_id, "--targets", "b", "--reason", "wrong config")
     assert out.code == 0, out.err
     wait_for(
