@@ -316,3 +316,23 @@ def test_each_task_gets_a_free_gpu_of_its_box(camp: Path, run, ssh_boxes) -> Non
     # box1 ran a and c at once, each on a GPU of its own; box2 ran b on its GPU once it was free.
     assert sorted([(out1 / "a").read_text(), (out1 / "c").read_text()]) == ["0\n", "1\n"]
     assert (out2 / "b").read_text() == "0\n"
+
+
+def test_a_box_that_cannot_start_leaves_nothing_running(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    # box2's executor directory belongs to root: its job directory cannot be written there.
+    blocked = ssh_boxes[1].workdir / ".campaignops"
+    blocked.mkdir()
+    try:
+        out = run("submit", "manifests/naps.yaml", "--stage", "smoke")
+    finally:
+        blocked.rmdir()
+    assert out.code == 1, out.err
+    assert "instance box2: starting ssh-" in out.err
+    assert "box1: started, then cancelled" in out.err
+    job = newest(camp)
+    assert job.job_id is None and job.error is not None
+    (started,) = (ssh_boxes[0].workdir / ".campaignops/jobs").iterdir()
+    wait_for(
+        "box1's share to be cancelled",
+        lambda: box_state(ssh_boxes[0], started.name).get("state") == "CANCELLED",
+    )

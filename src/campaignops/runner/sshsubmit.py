@@ -122,6 +122,25 @@ def _start_answer(stdout: str, box: Instance) -> dict[str, Any]:
     return answer
 
 
+def _unwound(exc: CampaignError, placed: Sequence[Mapping[str, Any]]) -> CampaignError:
+    """A start failed after others succeeded: cancel those (best effort), so that a refused
+    submission leaves nothing running unrecorded; the error says what became of each."""
+    notes = []
+    for entry in placed:
+        box = Instance.from_record(entry["instance"])
+        words = ["python3", str(entry["executor"]), "cancel", str(entry["job_dir"])]
+        try:
+            sshlink.checked(sshlink.call(box, shlex.join(words)), box, "cancel")
+            notes.append(f"{box.name}: started, then cancelled")
+        except CampaignError:
+            notes.append(
+                f"{box.name}: started and NOT cancelled: cancel it by hand ({entry['job_dir']})"
+            )
+    if not notes:
+        return exc
+    return CampaignError(message=f"{exc.message} ({'; '.join(notes)})", hint=exc.hint)
+
+
 def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     script = script_path.read_text(encoding="utf-8")
     d = local.parse_directives(script)
@@ -153,8 +172,11 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
             f"jobs/.{job_id}.tmp/job.json": (json.dumps(doc, indent=1) + "\n").encode("utf-8"),
         }
         command = sshlink.place_and_start_command(box, executor, job_id)
-        answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
-        started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+        try:
+            answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
+            started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+        except CampaignError as exc:
+            raise _unwound(exc, placed) from None
         placed.append(
             {
                 "instance": box.record(),
