@@ -177,7 +177,38 @@ def test_job_json_carries_the_directives_and_the_box(monkeypatch: pytest.MonkeyP
         "conda": None,
         "log_dir": "logs",
         "log_name": "camp.cells.smoke-ssh-1-abcdef_{index}.out",
+        "outputs": {},
         "submitted": "2026-11-24T10:00:00+00:00",
+    }
+    outputs = {"0": ["runs/smoke/a"], "1": ["runs/smoke/b"], "2": ["runs/smoke/c"]}
+    mine = sshsubmit.job_document(directives, "ssh-1-abcdef", [0, 2], box, [], "/w", outputs)
+    assert mine["outputs"] == {"0": ["runs/smoke/a"], "2": ["runs/smoke/c"]}
+
+
+def test_outputs_are_read_from_the_script_as_it_checks_them() -> None:
+    spec = JobSpec(
+        name="camp.cells.smoke",
+        workdir="/home/me/camp",
+        tasks=("true", "true", "true"),
+        env={"CAMPAIGN_OUT": "runs/smoke", "CELL": "x y"},
+        outputs=(
+            "${CAMPAIGN_OUT}/a/metrics.json",
+            None,
+            "${CAMPAIGN_OUT}/${CELL}-${CAMPAIGN_TASK_INDEX}/${HOME}",
+        ),
+    )
+    script = sshbox.render(spec)
+    assert sshsubmit.outputs_of(script) == {"0": ["runs/smoke/a/metrics.json"]}
+    spec2 = JobSpec(
+        name="c.x.smoke",
+        workdir="/w",
+        tasks=("true", "true"),
+        env={"CAMPAIGN_OUT": "runs/smoke", "CELL": "x y"},
+        outputs=("out/${CELL}-${CAMPAIGN_TASK_INDEX}.txt", "${CAMPAIGN_OUT}/b"),
+    )
+    assert sshsubmit.outputs_of(sshbox.render(spec2)) == {
+        "0": ["out/x y-0.txt"],
+        "1": ["runs/smoke/b"],
     }
 
 

@@ -9,6 +9,7 @@ check what the test claims: which task ran where, how many times.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -208,6 +209,15 @@ def test_a_dropped_connection_and_a_killed_executor_do_not_stop_the_run(
     deploy = Path(job.record["placement"][0]["dir"])
     assert (deploy / "runs/smoke/a").read_text() == f"{box1.user}\n"
     assert (deploy / "runs/smoke/c").read_text() == f"{box1.user}\n"
+    # What campaign pull will verify its copies against: the executor's digests of the outputs.
+    entry = job.record["placement"][0]
+    listed = box1.ssh(f"python3 {entry['executor']} outputs {entry['job_dir']}")
+    digest = hashlib.sha256(f"{box1.user}\n".encode()).hexdigest()
+    size = len(box1.user) + 1
+    assert json.loads(listed.stdout) == {
+        "0": [{"path": "runs/smoke/a", "size": size, "sha256": digest}],
+        "2": [{"path": "runs/smoke/c", "size": size, "sha256": digest}],
+    }
 
 
 def test_an_unreachable_box_is_unknown_not_failed(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]

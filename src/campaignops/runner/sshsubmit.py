@@ -21,6 +21,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import secrets
 import shlex
 import sys
@@ -32,8 +33,10 @@ from typing import Any
 from campaignops.atomic import write_atomic
 from campaignops.errors import CampaignError
 from campaignops.runner import backends, local, sshlink
+from campaignops.runner.spec import TASK_INDEX
 from campaignops.runner.sshbox import DEPLOY_MARK, JOB_ID, STATE_DIR, SshBackendError, after_of
 from campaignops.runner.sshinstances import Instance, of_page
+from campaignops.taskfiles import ENV_REF
 
 GPU_FREE_THRESHOLD_MIB = 500
 
@@ -79,10 +82,12 @@ def job_document(
     box: Instance,
     after: Sequence[str],
     deploy: str,
+    outputs: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
     ``workdir``: the deploy directory, where tasks start and logs go."""
     warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
+    outputs = outputs or {}
     return {
         "job_id": job_id,
         "workdir": deploy,
@@ -100,8 +105,37 @@ def job_document(
         "conda": None,
         "log_dir": d.log_dir,
         "log_name": f"{d.name}-{job_id}_{{index}}.out",
+        "outputs": {i: paths for i, paths in outputs.items() if int(i) in indices},
         "submitted": now(),
     }
+
+
+_CASE = re.compile(r"  ([0-9]+)\)\Z")
+_OUTPUT = "    campaign_output="
+
+
+def outputs_of(script: str) -> dict[str, list[str]]:
+    """Each task's declared output as the script checks it, relative to the deploy directory,
+    for the executor's ``outputs`` (what ``campaign pull`` verifies): ``${NAME}`` expanded from
+    the script's own exports and the task's index. An output naming any other variable is left
+    out (its value is only known on the box)."""
+    env: dict[str, str] = {}
+    found: dict[str, list[str]] = {}
+    index: str | None = None
+    for line in script.splitlines():
+        if line.startswith("export ") and "=" in line:
+            key, _, value = shlex.split(line[len("export ") :])[0].partition("=")
+            env[key] = value
+        elif match := _CASE.match(line):
+            index = match[1]
+        elif index is not None and line.startswith(_OUTPUT):
+            word = shlex.split(line[len(_OUTPUT) :])[0]
+            known = env | {TASK_INDEX: index}
+            parts = ENV_REF.split(word)  # text, name, text, name, …, text
+            names = parts[1::2]
+            if all(n in known for n in names):
+                found[index] = ["".join(known[p] if i % 2 else p for i, p in enumerate(parts))]
+    return found
 
 
 def instance_script(script: str, deploy: str) -> str:
@@ -165,7 +199,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     placed: list[dict[str, Any]] = []
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
-        doc = job_document(d, job_id, shares[box.name], box, after, deploy)
+        doc = job_document(d, job_id, shares[box.name], box, after, deploy, outputs_of(script))
         files: Mapping[str, bytes] = {
             executor: source,
             f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),
