@@ -231,3 +231,14 @@ def test_the_budget_prices_a_task_by_its_box_share() -> None:
     assert charging.charging(page | {"charging": block}) == charging.Charging(
         unit="usd", per="gpu", per_hour=3.0
     )
+
+
+def test_for_no_sibling_a_task_on_a_silent_box_holds_its_target(tmp_path: Path) -> None:
+    done = {"state": "COMPLETED", "exit_code": 0, "instance": "a"}
+    lost = {"state": "UNKNOWN", "reason": "instance b unreachable", "instance": "b"}
+    be = sshbox.SshBackend(tmp_path, "generic-ssh")
+    (job,) = be.parse_live(status({"0": done, "1": lost}))
+    assert (job.state, sorted(job.tasks)) == ("RUNNING", [1])
+    (silent,) = be.parse_live(status({"0": lost, "1": lost}))
+    assert (silent.state, sorted(silent.tasks)) == ("RUNNING", [0, 1])
+    assert be.parse_live(status({"0": done})) == ()

@@ -28,7 +28,7 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -171,6 +171,22 @@ def parse_states(outputs: Sequence[str]) -> dict[str, JobState]:
     return out
 
 
+def assume_running(jobs: Iterable[JobState]) -> list[JobState]:
+    """For the no_sibling gate: a task whose box did not answer may well be running, so it
+    holds its target (a second submission of it while the box is unreachable could run it
+    twice); an unfinished job with no answer at all likewise."""
+
+    def held(state: JobState) -> JobState:
+        return dataclasses.replace(state, state="RUNNING") if state.state == "UNKNOWN" else state
+
+    return [
+        dataclasses.replace(
+            held(job), tasks=MappingProxyType({i: held(t) for i, t in job.tasks.items()})
+        )
+        for job in jobs
+    ]
+
+
 class SshBackend:
     """The ssh backend for one campaign checkout and one page (its instances are read by the
     helpers from ``backends/<name>.md``). Checked against runner.backends.Backend by mypy."""
@@ -214,7 +230,7 @@ class SshBackend:
         return self._helper(QUERY, "siblings", *names)
 
     def parse_live(self, stdout: str) -> tuple[JobState, ...]:
-        return live(parse_states([stdout]).values())
+        return live(assume_running(parse_states([stdout]).values()))
 
     def lookup(self, names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
         found = parse_states([call(self._helper(QUERY, "siblings", "--all", *names)).stdout])
