@@ -195,9 +195,18 @@ class Box:
 
 
 def make_box(name: str, base: Path) -> Box:
-    """Create the user, keys and config of one box and start its sshd."""
+    """Create the user, keys and config of one box and start its sshd (on failure: the user
+    deleted again)."""
     user = f"cbox{secrets.token_hex(3)}{name[-1]}"
     _run("useradd", "-m", "-s", "/bin/bash", user)
+    try:
+        return _setup(name, user, base)
+    except BaseException:
+        subprocess.run(["userdel", "-r", user], capture_output=True)
+        raise
+
+
+def _setup(name: str, user: str, base: Path) -> Box:
     _run("usermod", "-p", "*", user)
     home = Path(pwd.getpwnam(user).pw_dir)
     own = base / name
