@@ -100,7 +100,7 @@ class Box:
             if done(view):
                 return view
             assert time.monotonic() < deadline, f"{job_id}: never {what}: {view}"
-            time.sleep(0.05)
+            time.sleep(0.1)  # each look is a python process: leave the cores to the tasks
 
     def finished(self, job_id: str) -> Any:
         view = self.until(job_id, lambda v: v["state"] in FINISHED, "finished")
