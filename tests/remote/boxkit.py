@@ -100,7 +100,7 @@ class Box:
             if done(view):
                 return view
             assert time.monotonic() < deadline, f"{job_id}: never {what}: {view}"
-            time.sleep(0.05)
+            time.sleep(0.1)  # each look is a python process: leave the cores to the tasks
 
     def finished(self, job_id: str) -> Any:
         view = self.until(job_id, lambda v: v["state"] in FINISHED, "finished")
@@ -118,7 +118,11 @@ class Box:
 
     def stop_everything(self) -> None:
         """Kill what the tests left running: each job's executor and task process groups that
-        its state file records and that are still the same processes."""
+        its state file records and that are still the same processes. A cancel request goes
+        first: an executor still waiting for the lock would otherwise resume the killed tasks."""
+        for jobdir in self.root.iterdir():
+            if jobdir.is_dir():
+                (jobdir / "cancel").touch()
         for state_file in self.root.glob("*/state.json"):
             state = json.loads(state_file.read_text(encoding="utf-8"))
             records = [state.get("executor"), *state.get("tasks", {}).values()]

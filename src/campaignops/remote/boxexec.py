@@ -700,13 +700,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_wrap(Path(words[1]), words[words.index("--") + 1 :])
     parser = argparse.ArgumentParser(prog="boxexec", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("start", "run", "outputs"):
-        sub.add_parser(name).add_argument("jobdir")
+    helps = {
+        "start": "start the job's executor, detached, unless one runs; returns once it runs",
+        "run": "the executor itself (what start detaches): runs the tasks to their end",
+        "outputs": "size and sha256 of each finished task's declared outputs",
+    }
+    for name, text in helps.items():
+        sub.add_parser(name, help=text, description=text).add_argument("jobdir")
     sub.choices["run"].add_argument("--environ", help="a JSON file: the environment to run in")
-    status = sub.add_parser("status")
-    status.add_argument("root")
+    text = "every job under ROOT (or the named ones) and the GPUs, in one document"
+    status = sub.add_parser("status", help=text, description=text)
+    status.add_argument("root", help="<workdir>/.campaignops/jobs")
     status.add_argument("jobs", nargs="*")
-    cancel = sub.add_parser("cancel")
+    text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
+    cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
     cancel.add_argument("--tasks", help="comma-separated task indices; default: every task")
     args = parser.parse_args(argv)
