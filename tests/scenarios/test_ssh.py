@@ -153,6 +153,9 @@ def test_the_example_queue_runs_on_both_boxes(camp: Path, run, ssh_boxes, ssh_lo
     )
     assert all(isinstance(p["pid"], int) and p["via"] == "tmux" for p in placement)
     assert job.text("commit") == commit
+    # This machine's placement files are ignored by git: nothing left to commit by hand.
+    assert (camp / f".campaign/ssh/generic-ssh/{job.job_id}.json").is_file()
+    assert ".campaign/ssh" not in git(camp, "status", "--porcelain", "--untracked-files=all")
     finished = refreshed_until_finished(run, camp)
     assert finished.state == "COMPLETED", finished.record
     assert {k: t["state"] for k, t in finished.record["tasks"].items()} == {
