@@ -349,3 +349,27 @@ def test_a_box_that_cannot_start_leaves_nothing_running(camp: Path, run, ssh_box
         "box1's share to be cancelled",
         lambda: box_state(ssh_boxes[0], started.name).get("state") == "CANCELLED",
     )
+
+
+def test_a_cell_without_its_output_fails_on_its_box(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    forgetful = NAPS.replace(
+        """whoami > "$CAMPAIGN_OUT/b"' b""", """echo forgot my output' b"""
+    ).replace("smoke:\n  args: {seconds: 3}", "smoke:\n  args: {seconds: 1}")
+    assert "forgot my output" in forgetful
+    (camp / "manifests/forgetful.yaml").write_text(forgetful)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "b forgets its output")
+    assert run("submit", "manifests/forgetful.yaml", "--stage", "smoke").code == 0
+    finished = refreshed_until_finished(run, camp)
+    assert finished.state == "FAILED"
+    tasks = finished.record["tasks"]
+    assert {k: (t["state"], t["exit_code"]) for k, t in tasks.items()} == {
+        "0": ("COMPLETED", 0),
+        "1": ("FAILED", 97),
+        "2": ("COMPLETED", 0),
+    }
+    assert tasks["1"]["reason"] == "output-missing"
+    # The script said why, in the task's log on box2 (under the deployed commit).
+    entry = finished.record["placement"][1]
+    log = Path(entry["dir"]) / f"logs/{finished.text('name')}-{finished.job_id}_1.out"
+    assert "campaign: output-missing: runs/smoke/b" in log.read_text()
