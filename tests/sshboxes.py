@@ -33,6 +33,9 @@ SSHD = "/usr/sbin/sshd"
 SFTP = "/usr/lib/openssh/sftp-server"
 PACKAGES = ("openssh-server", "openssh-client", "rsync", "tmux")
 REPLAY = Path(__file__).parent / "fakes" / "nvidia_smi_replay.py"
+RECORDINGS = Path(__file__).parent / "data" / "nvidia-smi"
+# What each box's nvidia-smi replays: box1 four idle P100s, box2 one idle V100 (recorded).
+GPUS = {"box1": "p100x4-idle.csv", "box2": "v100-idle.csv"}
 
 
 class BoxError(Exception):
@@ -192,9 +195,18 @@ class Box:
 
 
 def make_box(name: str, base: Path) -> Box:
-    """Create the user, keys and config of one box and start its sshd."""
+    """Create the user, keys and config of one box and start its sshd (on failure: the user
+    deleted again)."""
     user = f"cbox{secrets.token_hex(3)}{name[-1]}"
     _run("useradd", "-m", "-s", "/bin/bash", user)
+    try:
+        return _setup(name, user, base)
+    except BaseException:
+        subprocess.run(["userdel", "-r", user], capture_output=True)
+        raise
+
+
+def _setup(name: str, user: str, base: Path) -> Box:
     _run("usermod", "-p", "*", user)
     home = Path(pwd.getpwnam(user).pw_dir)
     own = base / name
@@ -211,6 +223,8 @@ def make_box(name: str, base: Path) -> Box:
     if REPLAY.is_file():
         shutil.copy(REPLAY, fakebin / "nvidia-smi")
         (fakebin / "nvidia-smi").chmod(0o755)
+        shutil.copy(RECORDINGS / GPUS.get(name, "v100-idle.csv"), fakebin / "nvsmi.csv")
+        (fakebin / "nvsmi.csv").chmod(0o644)
     (home / "work").mkdir()
     for path in (ssh_dir, ssh_dir / "authorized_keys", fakebin, home / "work", *fakebin.iterdir()):
         os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -233,7 +247,10 @@ def make_box(name: str, base: Path) -> Box:
                 "PermitRootLogin no",
                 f"AllowUsers {user}",
                 f"Subsystem sftp {SFTP}",
-                f"SetEnv PATH={fakebin}:/usr/local/bin:/usr/bin:/bin",
+                f"SetEnv PATH={fakebin}:/usr/local/bin:/usr/bin:/bin "
+                f"NVSMI_REPLAY={fakebin}/nvsmi.csv NVSMI_REPLAY_STATE={fakebin}/nvsmi-state.json "
+                # The executor's own pace, quicker than on a real box (it reads these knobs).
+                "BOXEXEC_TICK_S=0.2 BOXEXEC_GPU_POLL_S=1",
                 "",
             ]
         )

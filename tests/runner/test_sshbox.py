@@ -177,7 +177,38 @@ def test_job_json_carries_the_directives_and_the_box(monkeypatch: pytest.MonkeyP
         "conda": None,
         "log_dir": "logs",
         "log_name": "camp.cells.smoke-ssh-1-abcdef_{index}.out",
+        "outputs": {},
         "submitted": "2026-11-24T10:00:00+00:00",
+    }
+    outputs = {"0": ["runs/smoke/a"], "1": ["runs/smoke/b"], "2": ["runs/smoke/c"]}
+    mine = sshsubmit.job_document(directives, "ssh-1-abcdef", [0, 2], box, [], "/w", outputs)
+    assert mine["outputs"] == {"0": ["runs/smoke/a"], "2": ["runs/smoke/c"]}
+
+
+def test_outputs_are_read_from_the_script_as_it_checks_them() -> None:
+    spec = JobSpec(
+        name="camp.cells.smoke",
+        workdir="/home/me/camp",
+        tasks=("true", "true", "true"),
+        env={"CAMPAIGN_OUT": "runs/smoke", "CELL": "x y"},
+        outputs=(
+            "${CAMPAIGN_OUT}/a/metrics.json",
+            None,
+            "${CAMPAIGN_OUT}/${CELL}-${CAMPAIGN_TASK_INDEX}/${HOME}",
+        ),
+    )
+    script = sshbox.render(spec)
+    assert sshsubmit.outputs_of(script) == {"0": ["runs/smoke/a/metrics.json"]}
+    spec2 = JobSpec(
+        name="c.x.smoke",
+        workdir="/w",
+        tasks=("true", "true"),
+        env={"CAMPAIGN_OUT": "runs/smoke", "CELL": "x y"},
+        outputs=("out/${CELL}-${CAMPAIGN_TASK_INDEX}.txt", "${CAMPAIGN_OUT}/b"),
+    )
+    assert sshsubmit.outputs_of(sshbox.render(spec2)) == {
+        "0": ["out/x y-0.txt"],
+        "1": ["runs/smoke/b"],
     }
 
 
@@ -200,3 +231,14 @@ def test_the_budget_prices_a_task_by_its_box_share() -> None:
     assert charging.charging(page | {"charging": block}) == charging.Charging(
         unit="usd", per="gpu", per_hour=3.0
     )
+
+
+def test_for_no_sibling_a_task_on_a_silent_box_holds_its_target(tmp_path: Path) -> None:
+    done = {"state": "COMPLETED", "exit_code": 0, "instance": "a"}
+    lost = {"state": "UNKNOWN", "reason": "instance b unreachable", "instance": "b"}
+    be = sshbox.SshBackend(tmp_path, "generic-ssh")
+    (job,) = be.parse_live(status({"0": done, "1": lost}))
+    assert (job.state, sorted(job.tasks)) == ("RUNNING", [1])
+    (silent,) = be.parse_live(status({"0": lost, "1": lost}))
+    assert (silent.state, sorted(silent.tasks)) == ("RUNNING", [0, 1])
+    assert be.parse_live(status({"0": done})) == ()

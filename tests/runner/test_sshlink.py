@@ -109,7 +109,22 @@ def test_a_changed_host_key_is_refused(ssh_boxes: Any, tmp_path: Path) -> None:
             sshlink.call(box, "true", attempts=1, control=control)
     finally:
         shutil.rmtree(control)
-    assert "host key" in caught.value.message.lower()
+    assert caught.value.message.startswith("instance pinned (")
+    assert "its host key is not the one pinned in" in caught.value.message
+    assert caught.value.hint.startswith("compare the key's fingerprint")
+    # A refusal is the same every time: never retried, never slept on.
+    slept: list[float] = []
+    stranger = Instance(
+        name="stranger",
+        host="root@127.0.0.1",
+        port=ssh_boxes[0].port,
+        identity=str(ssh_boxes[0].identity),
+        known_hosts=str(ssh_boxes[0].known_hosts),
+        workdir="/tmp",
+    )
+    with pytest.raises(sshlink.Unreachable) as refused:
+        sshlink.call(stranger, "true", sleep=slept.append)
+    assert slept == [] and "the box refused the login" in refused.value.message
 
 
 @pytest.mark.ssh

@@ -9,6 +9,7 @@ check what the test claims: which task ran where, how many times.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -152,6 +153,9 @@ def test_the_example_queue_runs_on_both_boxes(camp: Path, run, ssh_boxes, ssh_lo
     )
     assert all(isinstance(p["pid"], int) and p["via"] == "tmux" for p in placement)
     assert job.text("commit") == commit
+    # This machine's placement files are ignored by git: nothing left to commit by hand.
+    assert (camp / f".campaign/ssh/generic-ssh/{job.job_id}.json").is_file()
+    assert ".campaign/ssh" not in git(camp, "status", "--porcelain", "--untracked-files=all")
     finished = refreshed_until_finished(run, camp)
     assert finished.state == "COMPLETED", finished.record
     assert {k: t["state"] for k, t in finished.record["tasks"].items()} == {
@@ -208,6 +212,15 @@ def test_a_dropped_connection_and_a_killed_executor_do_not_stop_the_run(
     deploy = Path(job.record["placement"][0]["dir"])
     assert (deploy / "runs/smoke/a").read_text() == f"{box1.user}\n"
     assert (deploy / "runs/smoke/c").read_text() == f"{box1.user}\n"
+    # What campaign pull will verify its copies against: the executor's digests of the outputs.
+    entry = job.record["placement"][0]
+    listed = box1.ssh(f"python3 {entry['executor']} outputs {entry['job_dir']}")
+    digest = hashlib.sha256(f"{box1.user}\n".encode()).hexdigest()
+    size = len(box1.user) + 1
+    assert json.loads(listed.stdout) == {
+        "0": [{"path": "runs/smoke/a", "size": size, "sha256": digest}],
+        "2": [{"path": "runs/smoke/c", "size": size, "sha256": digest}],
+    }
 
 
 def test_an_unreachable_box_is_unknown_not_failed(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
@@ -228,3 +241,135 @@ def test_an_unreachable_box_is_unknown_not_failed(camp: Path, run, ssh_boxes) ->
     finally:
         box2.start()
     assert refreshed_until_finished(run, camp).state == "COMPLETED"
+
+
+def test_cancel_reaches_the_task_on_its_box(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    long = NAPS.replace("smoke:\n  args: {seconds: 3}", "smoke:\n  args: {seconds: 300}")
+    (camp / "manifests/long.yaml").write_text(long)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "long naps")
+    assert run("submit", "manifests/long.yaml", "--stage", "smoke").code == 0
+    job_id = str(newest(camp).job_id)
+    box2 = ssh_boxes[1]  # runs b only
+    wait_for(
+        "task 1 to run on box2",
+        lambda: box_state(box2, job_id).get("tasks", {}).get("1", {}).get("state") == "RUNNING",
+    )
+    # While it runs, the same targets cannot be submitted again (no_sibling asks the boxes).
+    again = run("submit", "manifests/long.yaml", "--stage", "smoke")
+    assert again.code == 1 and "no_sibling" in again.err, again.err
+    out = run("cancel", job_id, "--targets", "b", "--reason", "wrong config")
+    assert out.code == 0, out.err
+    wait_for(
+        "task 1 to be cancelled on box2",
+        lambda: box_state(box2, job_id)["tasks"]["1"]["state"] == "CANCELLED",
+    )
+    assert box_state(ssh_boxes[0], job_id)["tasks"]["0"]["state"] == "RUNNING"
+    assert run("cancel", job_id).code == 0
+    finished = refreshed_until_finished(run, camp)
+    assert finished.state == "CANCELLED"
+    assert {k: t["state"] for k, t in finished.record["tasks"].items()} == {
+        "0": "CANCELLED",
+        "1": "CANCELLED",
+        "2": "CANCELLED",
+    }
+
+
+GPU_NAPS = """\
+backend: generic-ssh
+resources: {time: "00:10:00"}
+smoke:
+  args: {seconds: 2}
+jobs:
+""" + "".join(
+    f"""\
+  - id: {x}
+    cmd: bash -c 'sleep "$2"; mkdir -p "$CAMPAIGN_OUT"; echo "$CUDA_VISIBLE_DEVICES" > "$CAMPAIGN_OUT/{x}"' {x}
+    args: {{seconds: 2}}
+    output: ${{CAMPAIGN_OUT}}/{x}
+"""
+    for x in "abc"
+)
+
+
+def test_each_task_gets_a_free_gpu_of_its_box(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    page = camp / "backends/generic-ssh.md"
+    gpus = [
+        ssh_boxes[0].instance(usd_per_hour=0.5, gpus=[0, 1]),
+        ssh_boxes[1].instance(usd_per_hour=0.5, gpus=[0]),
+    ]
+    text = page.read_text()
+    start = text.index("\ninstances: ")
+    end = text.index("\n", start + 1)
+    page.write_text(text[:start] + f"\ninstances: {json.dumps(gpus)}" + text[end:])
+    (camp / "manifests/gpus.yaml").write_text(GPU_NAPS)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "gpus")
+    # box2's only GPU is held by someone else (the replay's memory.used raised): b must wait.
+    busy = ssh_boxes[1].fakebin / "nvsmi-state.json"
+    busy.write_text(json.dumps({"used": {"0": 7358}}))
+    try:
+        assert run("submit", "manifests/gpus.yaml", "--stage", "smoke").code == 0
+        job = newest(camp)
+        job_id = str(job.job_id)
+        box1, box2 = ssh_boxes
+        wait_for(
+            "box1's two tasks to end", lambda: box_state(box1, job_id).get("state") == "COMPLETED"
+        )
+        waiting = box_state(box2, job_id)["tasks"]["1"]
+        assert waiting["state"] == "PENDING" and waiting["attempts"] == 0
+        assert waiting["reason"].startswith("no GPU below 500 MiB (0: 7358 MiB used")
+        assert run("status", "--refresh").code == 0
+        assert newest(camp).record["tasks"]["1"]["state"] == "PENDING"
+    finally:
+        busy.unlink()
+    assert refreshed_until_finished(run, camp).state == "COMPLETED"
+    placement = newest(camp).record["placement"]
+    out1, out2 = (Path(p["dir"]) / "runs/smoke" for p in placement)
+    # box1 ran a and c at once, each on a GPU of its own; box2 ran b on its GPU once it was free.
+    assert sorted([(out1 / "a").read_text(), (out1 / "c").read_text()]) == ["0\n", "1\n"]
+    assert (out2 / "b").read_text() == "0\n"
+
+
+def test_a_box_that_cannot_start_leaves_nothing_running(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    # box2's executor directory belongs to root: its job directory cannot be written there.
+    blocked = ssh_boxes[1].workdir / ".campaignops"
+    blocked.mkdir()
+    try:
+        out = run("submit", "manifests/naps.yaml", "--stage", "smoke")
+    finally:
+        blocked.rmdir()
+    assert out.code == 1, out.err
+    assert "instance box2: starting ssh-" in out.err
+    assert "box1: started, then cancelled" in out.err
+    job = newest(camp)
+    assert job.job_id is None and job.error is not None
+    (started,) = (ssh_boxes[0].workdir / ".campaignops/jobs").iterdir()
+    wait_for(
+        "box1's share to be cancelled",
+        lambda: box_state(ssh_boxes[0], started.name).get("state") == "CANCELLED",
+    )
+
+
+def test_a_cell_without_its_output_fails_on_its_box(camp: Path, run, ssh_boxes) -> None:  # type: ignore[no-untyped-def]
+    forgetful = NAPS.replace(
+        """whoami > "$CAMPAIGN_OUT/b"' b""", """echo forgot my output' b"""
+    ).replace("smoke:\n  args: {seconds: 3}", "smoke:\n  args: {seconds: 1}")
+    assert "forgot my output" in forgetful
+    (camp / "manifests/forgetful.yaml").write_text(forgetful)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "b forgets its output")
+    assert run("submit", "manifests/forgetful.yaml", "--stage", "smoke").code == 0
+    finished = refreshed_until_finished(run, camp)
+    assert finished.state == "FAILED"
+    tasks = finished.record["tasks"]
+    assert {k: (t["state"], t["exit_code"]) for k, t in tasks.items()} == {
+        "0": ("COMPLETED", 0),
+        "1": ("FAILED", 97),
+        "2": ("COMPLETED", 0),
+    }
+    assert tasks["1"]["reason"] == "output-missing"
+    # The script said why, in the task's log on box2 (under the deployed commit).
+    entry = finished.record["placement"][1]
+    log = Path(entry["dir"]) / f"logs/{finished.text('name')}-{finished.job_id}_1.out"
+    assert "campaign: output-missing: runs/smoke/b" in log.read_text()

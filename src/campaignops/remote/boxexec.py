@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ TMUX_SOCKET = os.environ.get("BOXEXEC_TMUX_SOCKET", "campaignops")
 TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
 GPU_POLL_S = float(os.environ.get("BOXEXEC_GPU_POLL_S", "10"))  # a busy box is not asked more
 TAIL_LINES, TAIL_BYTES = 200, 1 << 18
+STARTING_S = float(os.environ.get("BOXEXEC_STARTING_S", "60"))
 
 
 class BoxError(Exception):
@@ -64,9 +65,10 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, mode: int = 0o644) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
         out.flush()
         os.fsync(out.fileno())
@@ -86,7 +88,9 @@ def proc_ticks(pid: Any) -> int | None:
 
 
 def alive(record: Any) -> bool:
-    return isinstance(record, dict) and proc_ticks(record.get("pid")) == record.get("ticks")
+    if not isinstance(record, dict) or record.get("ticks") is None:
+        return False
+    return bool(proc_ticks(record.get("pid")) == record["ticks"])
 
 
 def killpg(pgid: Any, sig: int) -> None:
@@ -131,14 +135,47 @@ def query_gpus() -> tuple[list[dict[str, Any]] | None, str]:
     return parse_gpus(out.stdout.decode("utf-8", "replace")), ""
 
 
+def _ints(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+# What job.json's keys must hold (None is allowed for each but indices); checked before start.
+SHAPES: dict[str, Callable[[Any], bool]] = {
+    "indices": _ints,
+    "gpus": _ints,
+    "after": lambda v: isinstance(v, list) and all(isinstance(j, str) for j in v),
+    "max_parallel": lambda v: isinstance(v, int) and v > 0,
+    "time_limit_s": _number,
+    "kill_wait_s": _number,
+    "gpu_free_threshold_mib": _number,
+    "warning": lambda v: isinstance(v, dict) and _number(v.get("seconds"))
+    and hasattr(signal, "SIG" + str(v.get("signal"))),
+    "oom_retry": lambda v: isinstance(v, dict) and isinstance(v.get("max_attempts"), int)
+    and _number(v.get("delay_s", 0)) and isinstance(v.get("patterns"), list),
+    "conda": lambda v: isinstance(v, dict) and all(isinstance(v.get(k), str) for k in ("hook", "env")),
+    "outputs": lambda v: isinstance(v, dict) and all(isinstance(p, list) for p in v.values()),
+}  # fmt: skip
+
+
 def load_job(jobdir: Path) -> dict[str, Any]:
     job = read_json(jobdir / "job.json")
-    hint = "the ssh backend writes job.json before start; submit again"
+    hint = "the ssh backend writes job.json before start (docs/formats.md); submit again"
     if not isinstance(job, dict) or not (jobdir / "script.sh").is_file():
         raise BoxError(message=f"{jobdir}: no readable job.json and script.sh", hint=hint)
-    indices = job.get("indices")
-    if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
-        raise BoxError(message=f"{jobdir}/job.json: indices is not a list of integers", hint=hint)
+    for key, shape in SHAPES.items():
+        value = job.get(key)
+        if (value is not None or key == "indices") and not shape(value):
+            raise BoxError(message=f"{jobdir}/job.json: {key} is {value!r}", hint=hint)
+    for pattern in (job.get("oom_retry") or {}).get("patterns", ()):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise BoxError(message=f"{jobdir}/job.json: oom_retry pattern {pattern!r}: {exc}",
+                           hint=hint) from None  # fmt: skip
     job.setdefault("job_id", jobdir.name)
     return job
 
@@ -151,15 +188,28 @@ def fold(tasks: Sequence[dict[str, Any]]) -> str:
     return "PENDING" if fresh else "RUNNING"
 
 
-def lock(jobdir: Path) -> int | None:
-    """The executor lock's descriptor, or None when another process holds it."""
+def lock(jobdir: Path, patience_s: float = 0.0) -> int | None:
+    """The executor lock's descriptor, or None while another process holds it. ``start`` and
+    ``cancel`` only probe it (held for microseconds); ``run`` is patient, so a probe never
+    turns a starting executor away."""
     fd = os.open(str(jobdir / "executor.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def locked(jobdir: Path) -> bool:
+    fd = lock(jobdir)
+    if fd is not None:
         os.close(fd)
-        return None
-    return fd
+    return fd is None
 
 
 class Executor:
@@ -289,6 +339,7 @@ class Executor:
         t.update(state="RUNNING", pid=proc.pid, ticks=proc_ticks(proc.pid), t0=time.time(),
                  start=now(), end=None, exit_code=None, gpu=gpu, reason=None, stop=None,
                  term_at=None, warned=False, killed=False)  # fmt: skip
+        self.save()  # at once: an executor killed now must not start it a second time
 
     def stop(self, key: str, why: str) -> None:
         t = self.tasks[key]
@@ -314,7 +365,8 @@ class Executor:
         )
         if limit and warning and not t["warned"] and age >= limit - warning["seconds"]:
             t["warned"] = True  # to the wrapper, which passes it to the batch shell only
-            os.kill(t["pid"], getattr(signal, "SIG" + str(warning["signal"])))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(t["pid"], getattr(signal, "SIG" + str(warning["signal"])))
         if limit and age >= limit:
             self.stop(key, "TIMEOUT")
         wait = float(self.job.get("kill_wait_s") or 30)
@@ -330,6 +382,7 @@ class Executor:
         if isinstance(receipt, dict) and isinstance(receipt.get("exit_code"), int):
             code = receipt["exit_code"]
         t.update(end=now(), exit_code=code, pid=None, ticks=None)
+        self.gpu_wait_until = 0.0  # its GPU may be free now: ask at the next launch
         retry = self.job.get("oom_retry")
         if t["stop"]:
             t["state"] = t["stop"]
@@ -385,6 +438,8 @@ class Executor:
                 t.update(state="CANCELLED", reason="cancelled", end=now())
             elif t["state"] == "PENDING" and verdict == "never":
                 t.update(state="CANCELLED", reason="DependencyNeverSatisfied", end=now())
+            elif t["state"] == "PENDING" and verdict == "wait":
+                t["reason"] = "Dependency"  # Slurm's words, as for the end above
         if launching and verdict == "ok":
             self.start_ready()
         tasks = [self.tasks[k] for k in self.order]
@@ -395,20 +450,40 @@ class Executor:
 
     def start_ready(self) -> None:
         gpus = self.job.get("gpus")
-        cap = self.job.get("max_parallel") or (len(gpus) if gpus else os.cpu_count() or 1)
+        # With GPUs, the GPUs are the limit (one task each); max_parallel may lower it.
+        cap = self.job.get("max_parallel") or (1 << 30 if gpus else os.cpu_count() or 1)
         running = sum(t["state"] == "RUNNING" for t in self.tasks.values())
         ready = [k for k in self.order if self.tasks[k]["state"] == "PENDING"
                  and self.tasks[k]["not_before"] <= time.time()]  # fmt: skip
-        for key in ready:
+        for n, key in enumerate(ready):
+            gpu = None
             if running >= cap:
+                why = "JobArrayTaskLimit"  # Slurm's word for a task held back by the cap
+            elif gpus:
+                # One launch at a time on the box: from the query to the saved launch, so two
+                # executors never both see a GPU free and both take it.
+                with self.gpu_lock():
+                    gpu = self.pick_gpu()
+                    if gpu is not None:
+                        self.launch(key, gpu)
+                why = "" if gpu is not None else self.gpu_why
+            else:
+                why = ""
+                self.launch(key, None)
+            if why:
+                for k in ready[n:]:
+                    self.tasks[k]["reason"] = why
                 break
-            gpu = self.pick_gpu() if gpus else None
-            if gpus and gpu is None:
-                for k in ready[ready.index(key) :]:
-                    self.tasks[k]["reason"] = self.gpu_why
-                break
-            self.launch(key, gpu)
             running += 1
+
+    @contextlib.contextmanager
+    def gpu_lock(self) -> Iterator[None]:
+        fd = os.open(str(self.dir.parent / ".gpus.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def run(self) -> None:
         self.state["executor"] = {"pid": os.getpid(), "ticks": proc_ticks(os.getpid())}
@@ -442,17 +517,19 @@ def tmux(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def clean_sessions() -> list[str]:
-    """Kill ``campaignops-*`` sessions whose job finished, whose directory is gone or whose
-    executor no longer runs (a pane left behind)."""
-    out, killed = tmux("list-sessions", "-F", "#{session_name}\t#{@campaignops_jobdir}"), []
+    """Kill ``campaignops-*`` sessions whose job finished, whose directory is gone, or that
+    hold no executor (a pane left behind; a session younger than a minute may still be
+    starting its executor)."""
+    form = "#{session_name}\t#{session_created}\t#{@campaignops_jobdir}"
+    out, killed = tmux("list-sessions", "-F", form), []
     for line in out.stdout.decode("utf-8", "replace").splitlines() if out.returncode == 0 else ():
-        name, _, jobdir = line.partition("\t")
+        name, created, jobdir = [*line.split("\t"), "", ""][:3]
         if not name.startswith(SESSION) or not jobdir:
             continue
         state = read_json(Path(jobdir) / "state.json")
-        executor = state.get("executor") if isinstance(state, dict) else None
         finished = isinstance(state, dict) and state.get("state") in FINISHED
-        if not Path(jobdir).is_dir() or finished or (executor and not alive(executor)):
+        old = created.isdigit() and time.time() - int(created) > STARTING_S
+        if not Path(jobdir).is_dir() or finished or (old and not locked(Path(jobdir))):
             tmux("kill-session", "-t", "=" + name)
             killed.append(name)
     return killed
@@ -461,19 +538,21 @@ def clean_sessions() -> list[str]:
 def cmd_start(jobdir: Path) -> dict[str, Any]:
     job = load_job(jobdir)
     cleaned = clean_sessions() if shutil.which("tmux") else []
-    fd = lock(jobdir)
-    if fd is None:
-        executor = (read_json(jobdir / "state.json") or {}).get("executor") or {}
-        return {"started": False, "pid": executor.get("pid"), "via": None, "cleaned": cleaned}
-    os.close(fd)  # released: the executor takes it; two racing starts leave one executor
+    if locked(jobdir):
+        return {"started": False, "pid": holder(jobdir), "via": None, "cleaned": cleaned}
+    # Two racing starts may both get here: the second executor finds the lock taken and ends.
+    (jobdir / "executor.lock").write_bytes(b"")  # the pid of the executor started below comes
     argv = [sys.executable, str(Path(__file__).resolve()), "run", str(jobdir)]
     log = jobdir / "executor.log"
     if shutil.which("tmux") and os.environ.get("BOXEXEC_DETACH") != "setsid":
         name = SESSION + str(job["job_id"])
         tmux("kill-session", "-t", "=" + name)  # a pane whose executor is gone (lock was free)
-        # The tmux server keeps the environment it started with: pass ours explicitly.
-        keep = {k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("BOXEXEC_")}
-        words = ["exec", "env", *(f"{k}={v}" for k, v in keep.items()), *argv]
+        # A tmux session gets the environment the tmux server started with, and a command line
+        # has a size limit: ours goes through a file, so the tasks see what they would under
+        # setsid.
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+        write_json(jobdir / "executor.env", environ, mode=0o600)  # it may hold secrets
+        words = ["exec", *argv, "--environ", str(jobdir / "executor.env")]
         line = "{} >>{} 2>&1".format(" ".join(shlex.quote(w) for w in words), shlex.quote(str(log)))
         out = tmux(
             "new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", name, "-c", str(jobdir), line
@@ -481,25 +560,38 @@ def cmd_start(jobdir: Path) -> dict[str, Any]:
         if out.returncode != 0:
             raise BoxError(message="tmux: " + out.stderr.decode("utf-8", "replace").strip(),
                            hint="start again; BOXEXEC_DETACH=setsid avoids tmux")  # fmt: skip
-        tmux("set-option", "-t", "=" + name, "@campaignops_jobdir", str(jobdir))
-        return {
-            "started": True,
-            "pid": int(out.stdout.split()[0]),
-            "via": "tmux",
-            "cleaned": cleaned,
-        }
-    with log.open("ab") as out_log:
-        proc = subprocess.Popen(
-            argv, cwd=str(jobdir), stdin=subprocess.DEVNULL, stdout=out_log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    return {"started": True, "pid": proc.pid, "via": "setsid", "cleaned": cleaned}
+        tmux("set-option", "-t", "=" + name + ":", "@campaignops_jobdir", str(jobdir))
+        via, pid = "tmux", int(out.stdout.split()[0])
+    else:
+        with log.open("ab") as out_log:
+            proc = subprocess.Popen(
+                argv, cwd=str(jobdir), stdin=subprocess.DEVNULL, stdout=out_log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        via, pid = "setsid", proc.pid
+    # Return once the executor holds the lock, so a start right after this one sees it.
+    return {"started": True, "pid": holder(jobdir, 10.0) or pid, "via": via, "cleaned": cleaned}
 
 
-def cmd_run(jobdir: Path) -> dict[str, Any]:
-    fd = lock(jobdir)
+def holder(jobdir: Path, patience_s: float = 2.0) -> int | None:
+    """The pid the lock's holder wrote into the lock file (it may be a moment late)."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        text = (jobdir / "executor.lock").read_text(encoding="ascii", errors="replace").strip()
+        if text.isdigit() or time.monotonic() >= deadline:
+            return int(text) if text.isdigit() else None
+        time.sleep(0.05)
+
+
+def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
+    if environ:
+        os.environ.clear()
+        os.environ.update(read_json(Path(environ)) or {})
+    fd = lock(jobdir, patience_s=2.0)
     if fd is None:
         return {"ran": False, "reason": f"another executor holds {jobdir}/executor.lock"}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     executor = Executor(jobdir)
     executor.run()
     return {"ran": True, "state": executor.state["state"]}
@@ -520,7 +612,9 @@ def view(jobdir: Path) -> dict[str, Any]:
 
 
 def cmd_status(root: Path, names: Sequence[str]) -> dict[str, Any]:
-    listed = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    # A name starting with "." is a job directory still being written (renamed when whole).
+    found = root.iterdir() if root.is_dir() else ()
+    listed = sorted(p for p in found if p.is_dir() and not p.name.startswith("."))
     dirs = [root / n for n in names] if names else listed
     jobs = {d.name: view(d) for d in dirs}
     rows = query_gpus()[0] if shutil.which("nvidia-smi") else None
@@ -568,10 +662,12 @@ def cmd_outputs(jobdir: Path) -> dict[str, Any]:
         found[key] = []
         for rel in wanted.get(key) or ():
             path = base / rel
-            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-            for f in files:
-                entry = digest(f) if f.is_file() else {"size": None, "sha256": None}
-                found[key].append(dict(entry, path=str(f.relative_to(base))))
+            if path.is_dir():  # each file in it, by its path under the output's
+                files = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+                found[key] += [dict(digest(path / f), path=f"{rel}/{f}") for f in files]
+            else:
+                entry = digest(path) if path.is_file() else {"size": None, "sha256": None}
+                found[key].append(dict(entry, path=rel))
     return found
 
 
@@ -583,7 +679,8 @@ def cmd_wrap(receipt: Path, argv: Sequence[str]) -> int:
 
     def forward(signum: int, frame: object) -> None:
         if child:
-            os.kill(child[0], signum)
+            with contextlib.suppress(ProcessLookupError):  # it may have just ended
+                os.kill(child[0], signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: None)  # a handler, not SIG_IGN: exec resets it
@@ -603,12 +700,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_wrap(Path(words[1]), words[words.index("--") + 1 :])
     parser = argparse.ArgumentParser(prog="boxexec", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("start", "run", "outputs"):
-        sub.add_parser(name).add_argument("jobdir")
-    status = sub.add_parser("status")
-    status.add_argument("root")
+    helps = {
+        "start": "start the job's executor, detached, unless one runs; returns once it runs",
+        "run": "the executor itself (what start detaches): runs the tasks to their end",
+        "outputs": "size and sha256 of each finished task's declared outputs",
+    }
+    for name, text in helps.items():
+        sub.add_parser(name, help=text, description=text).add_argument("jobdir")
+    sub.choices["run"].add_argument("--environ", help="a JSON file: the environment to run in")
+    text = "every job under ROOT (or the named ones) and the GPUs, in one document"
+    status = sub.add_parser("status", help=text, description=text)
+    status.add_argument("root", help="<workdir>/.campaignops/jobs")
     status.add_argument("jobs", nargs="*")
-    cancel = sub.add_parser("cancel")
+    text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
+    cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
     cancel.add_argument("--tasks", help="comma-separated task indices; default: every task")
     args = parser.parse_args(argv)
@@ -620,7 +725,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "start":
                 result = cmd_start(jobdir)
             elif args.command == "run":
-                result = cmd_run(jobdir)
+                result = cmd_run(jobdir, args.environ)
             elif args.command == "cancel":
                 result = cmd_cancel(jobdir, args.tasks)
             else:

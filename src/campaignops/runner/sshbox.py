@@ -28,7 +28,7 @@ import dataclasses
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -37,7 +37,6 @@ from campaignops.errors import CampaignError
 from campaignops.runner import local, scheduler
 from campaignops.runner.spec import FINISHED, STATES, JobSpec, JobState, live
 from campaignops.runner.sshinstances import of_page
-from campaignops.taskfiles import ENV_REF
 
 NAME = "ssh"
 SUBMIT = "campaignops.runner.sshsubmit"
@@ -45,9 +44,6 @@ QUERY = "campaignops.runner.sshquery"
 # The script's work directory until sshsubmit writes each instance's copy (shlex leaves it bare).
 DEPLOY_MARK = "@CAMPAIGN_DEPLOY_DIR@"
 AFTER = "#SSHBOX --after="
-OUTPUT = (
-    "#SSHBOX --output="  # <index>=<path relative to the deploy dir>: what campaign pull fetches
-)
 STATE_DIR = ".campaign/ssh"  # this checkout's ids and placements, per backend; gitignored
 JOB_ID = re.compile(r"ssh-([0-9]+)-[0-9a-f]{6}")
 # ssh's own failures are retried inside the helpers (exit 255, bounded), never here: a retried
@@ -75,31 +71,7 @@ def render(spec: JobSpec) -> str:
     ]
     if spec.after:
         lines.insert(2, AFTER + ",".join(spec.after))
-    for index, path in reversed(list(expanded_outputs(spec).items())):
-        lines.insert(2, f"{OUTPUT}{index}={path}")
     return "\n".join([head, *lines])
-
-
-def expanded_outputs(spec: JobSpec) -> dict[int, str]:
-    """Each task's declared output with the job's ``${NAME}`` environment filled in (the box's
-    executor lists these files for campaign pull); a reference the job does not set stays as
-    written, so the file is reported missing rather than guessed."""
-    found: dict[int, str] = {}
-    for index, output in enumerate(spec.outputs):
-        if output is not None:
-            found[index] = ENV_REF.sub(lambda m: spec.env.get(m[1], m[0]), output)
-    return found
-
-
-def outputs_of(script: str) -> dict[str, list[str]]:
-    """The ``#SSHBOX --output`` lines of a rendered script, as job.json's ``outputs``."""
-    found: dict[str, list[str]] = {}
-    for line in script.splitlines():
-        if line.startswith(OUTPUT):
-            index, _, path = line[len(OUTPUT) :].partition("=")
-            if index.isdigit() and path:
-                found.setdefault(index, []).append(path)
-    return found
 
 
 def after_of(script: str) -> tuple[str, ...]:
@@ -199,6 +171,22 @@ def parse_states(outputs: Sequence[str]) -> dict[str, JobState]:
     return out
 
 
+def assume_running(jobs: Iterable[JobState]) -> list[JobState]:
+    """For the no_sibling gate: a task whose box did not answer may well be running, so it
+    holds its target (a second submission of it while the box is unreachable could run it
+    twice); an unfinished job with no answer at all likewise."""
+
+    def held(state: JobState) -> JobState:
+        return dataclasses.replace(state, state="RUNNING") if state.state == "UNKNOWN" else state
+
+    return [
+        dataclasses.replace(
+            held(job), tasks=MappingProxyType({i: held(t) for i, t in job.tasks.items()})
+        )
+        for job in jobs
+    ]
+
+
 class SshBackend:
     """The ssh backend for one campaign checkout and one page (its instances are read by the
     helpers from ``backends/<name>.md``). Checked against runner.backends.Backend by mypy."""
@@ -242,7 +230,7 @@ class SshBackend:
         return self._helper(QUERY, "siblings", *names)
 
     def parse_live(self, stdout: str) -> tuple[JobState, ...]:
-        return live(parse_states([stdout]).values())
+        return live(assume_running(parse_states([stdout]).values()))
 
     def lookup(self, names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
         found = parse_states([call(self._helper(QUERY, "siblings", "--all", *names)).stdout])

@@ -138,6 +138,9 @@ def call(
             if done.returncode != SSH_FAILED:
                 return Answer(done.returncode, out, err, attempt)
             last = err.strip() or "ssh exit 255"
+            refused = _refusal(box, last)
+            if refused is not None:  # the same answer every time: no retry
+                raise refused
         if attempt < attempts:
             sleep(base_delay * 2 ** (attempt - 1))
     raise Unreachable(
@@ -145,6 +148,29 @@ def call(
         hint="check that the box runs and its port, key and known_hosts on the backend page "
         f"are current: ssh -p {box.port or 22} {box.host} true",
     )
+
+
+def _refusal(box: Instance, stderr: str) -> Unreachable | None:
+    """ssh's answers that a retry cannot change: the host key, the key or user refused."""
+    where = f"-p {box.port or 22} {box.host.rpartition('@')[2]}"
+    if (
+        "host key verification failed" in stderr.lower()
+        or "host identification has changed" in stderr.lower()
+    ):
+        return Unreachable(
+            message=f"instance {box.name} ({box.host}): its host key is not the one pinned "
+            f"in {box.known_hosts or '~/.ssh/known_hosts'} (or none is pinned): {stderr[-300:]}",
+            hint="compare the key's fingerprint with the provider's console, then pin it: "
+            f"ssh-keyscan {where} >> KNOWN_HOSTS (a re-rented box on a reused "
+            "port has a new key: remove the old line first)",
+        )
+    if "permission denied" in stderr.lower():
+        return Unreachable(
+            message=f"instance {box.name} ({box.host}): the box refused the login: {stderr[-300:]}",
+            hint="check the user in host and the identity on the backend page (the public key "
+            "must be in the box user's ~/.ssh/authorized_keys)",
+        )
+    return None
 
 
 def checked(answer: Answer, box: Instance, what: str) -> str:

@@ -21,6 +21,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import secrets
 import shlex
 import sys
@@ -32,15 +33,10 @@ from typing import Any
 from campaignops.atomic import write_atomic
 from campaignops.errors import CampaignError
 from campaignops.runner import backends, local, sshlink
-from campaignops.runner.sshbox import (
-    DEPLOY_MARK,
-    JOB_ID,
-    STATE_DIR,
-    SshBackendError,
-    after_of,
-    outputs_of,
-)
+from campaignops.runner.spec import TASK_INDEX
+from campaignops.runner.sshbox import DEPLOY_MARK, JOB_ID, STATE_DIR, SshBackendError, after_of
 from campaignops.runner.sshinstances import Instance, of_page
+from campaignops.taskfiles import ENV_REF
 
 GPU_FREE_THRESHOLD_MIB = 500
 
@@ -90,8 +86,8 @@ def job_document(
 ) -> dict[str, Any]:
     """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
     ``workdir``: the deploy directory, where tasks start and logs go."""
-    outputs = {k: v for k, v in (outputs or {}).items() if int(k) in indices}
     warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
+    outputs = outputs or {}
     return {
         "job_id": job_id,
         "workdir": deploy,
@@ -107,11 +103,39 @@ def job_document(
         "gpu_free_threshold_mib": GPU_FREE_THRESHOLD_MIB,
         "oom_retry": None,
         "conda": None,
-        "outputs": outputs,
         "log_dir": d.log_dir,
         "log_name": f"{d.name}-{job_id}_{{index}}.out",
+        "outputs": {i: paths for i, paths in outputs.items() if int(i) in indices},
         "submitted": now(),
     }
+
+
+_CASE = re.compile(r"  ([0-9]+)\)\Z")
+_OUTPUT = "    campaign_output="
+
+
+def outputs_of(script: str) -> dict[str, list[str]]:
+    """Each task's declared output as the script checks it, relative to the deploy directory,
+    for the executor's ``outputs`` (what ``campaign pull`` verifies): ``${NAME}`` expanded from
+    the script's own exports and the task's index. An output naming any other variable is left
+    out (its value is only known on the box)."""
+    env: dict[str, str] = {}
+    found: dict[str, list[str]] = {}
+    index: str | None = None
+    for line in script.splitlines():
+        if line.startswith("export ") and "=" in line:
+            key, _, value = shlex.split(line[len("export ") :])[0].partition("=")
+            env[key] = value
+        elif match := _CASE.match(line):
+            index = match[1]
+        elif index is not None and line.startswith(_OUTPUT):
+            word = shlex.split(line[len(_OUTPUT) :])[0]
+            known = env | {TASK_INDEX: index}
+            parts = ENV_REF.split(word)  # text, name, text, name, …, text
+            names = parts[1::2]
+            if all(n in known for n in names):
+                found[index] = ["".join(known[p] if i % 2 else p for i, p in enumerate(parts))]
+    return found
 
 
 def instance_script(script: str, deploy: str) -> str:
@@ -130,6 +154,25 @@ def _start_answer(stdout: str, box: Instance) -> dict[str, Any]:
             hint="run it by hand on the box to see why (python3 must be 3.8 or newer)",
         )
     return answer
+
+
+def _unwound(exc: CampaignError, placed: Sequence[Mapping[str, Any]]) -> CampaignError:
+    """A start failed after others succeeded: cancel those (best effort), so that a refused
+    submission leaves nothing running unrecorded; the error says what became of each."""
+    notes = []
+    for entry in placed:
+        box = Instance.from_record(entry["instance"])
+        words = ["python3", str(entry["executor"]), "cancel", str(entry["job_dir"])]
+        try:
+            sshlink.checked(sshlink.call(box, shlex.join(words)), box, "cancel")
+            notes.append(f"{box.name}: started, then cancelled")
+        except CampaignError:
+            notes.append(
+                f"{box.name}: started and NOT cancelled: cancel it by hand ({entry['job_dir']})"
+            )
+    if not notes:
+        return exc
+    return CampaignError(message=f"{exc.message} ({'; '.join(notes)})", hint=exc.hint)
 
 
 def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
@@ -156,17 +199,18 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     placed: list[dict[str, Any]] = []
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
-        doc = job_document(
-            d, job_id, shares[box.name], box, after, deploy, outputs=outputs_of(script)
-        )
+        doc = job_document(d, job_id, shares[box.name], box, after, deploy, outputs_of(script))
         files: Mapping[str, bytes] = {
             executor: source,
             f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),
             f"jobs/.{job_id}.tmp/job.json": (json.dumps(doc, indent=1) + "\n").encode("utf-8"),
         }
         command = sshlink.place_and_start_command(box, executor, job_id)
-        answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
-        started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+        try:
+            answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
+            started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+        except CampaignError as exc:
+            raise _unwound(exc, placed) from None
         placed.append(
             {
                 "instance": box.record(),
