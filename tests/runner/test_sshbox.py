@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from campaignops.runner import backends, charging, local, sshbox, sshsubmit
-from campaignops.runner.spec import JobSpec, Resources
+from campaignops.runner.spec import BoxSettings, JobSpec, Resources
 from campaignops.runner.sshinstances import Instance
 
 SPEC = JobSpec(
@@ -151,6 +151,59 @@ def test_indices_are_dealt_round_robin_and_idle_boxes_left_out() -> None:
     boxes = [Instance(name=n, host="h", workdir="/w") for n in ("a", "b", "c")]
     assert sshsubmit.deal(5, boxes) == {"a": [0, 3], "b": [1, 4], "c": [2]}
     assert sshsubmit.deal(1, boxes) == {"a": [0]}
+
+
+def test_with_costs_the_boxes_get_equal_work_longest_first() -> None:
+    boxes = [Instance(name=n, host="h", workdir="/w") for n in ("a", "b")]
+    # Epochs 8, 1, 1, 4, 2 on two boxes: round-robin would give a 11 and b 5; by cost 8 | 8.
+    shares = sshsubmit.deal(5, boxes, [8, 1, 1, 4, 2])
+    assert sorted(sorted(v) for v in shares.values()) == [[0], [1, 2, 3, 4]]
+    assert shares[next(k for k, v in shares.items() if 3 in v)] == [3, 4, 1, 2]  # longest first
+    assert sshsubmit.deal(1, boxes, [5]) == {"a": [0]}  # fewer tasks than boxes: as dealt
+
+
+def test_the_manifests_box_keys_reach_job_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = JobSpec(
+        name="camp.cells.smoke",
+        workdir="/home/me/camp",
+        tasks=("true", "true"),
+        box=BoxSettings(
+            gpus=(2, 3),
+            gpu_free_threshold_mib=800,
+            conda="dllm",
+            oom_attempts=3,
+            oom_delay_s=60.0,
+            costs=(5.0, 1.0),
+        ),
+    )
+    script = sshbox.render(spec)
+    settings = sshbox.box_of(script)
+    assert settings == {
+        "conda": "dllm",
+        "costs": [5.0, 1.0],
+        "gpu_free_threshold_mib": 800,
+        "gpus": [2, 3],
+        "oom_attempts": 3,
+        "oom_delay_s": 60.0,
+    }
+    assert local.parse_directives(script).size == 2  # the local parser skips the line
+    box = Instance(name="a", host="h", workdir="/w", gpus=(0, 1, 2, 3))
+    doc = sshsubmit.job_document(
+        local.parse_directives(script), "ssh-1-abcdef", [0, 1], box, [], "/w",
+        settings=settings, oom_patterns=["(?i)CUDA out of memory"],
+    )  # fmt: skip
+    assert (doc["gpus"], doc["gpu_free_threshold_mib"], doc["conda"], doc["oom_retry"]) == (
+        [2, 3],
+        800,
+        {"hook": None, "env": "dllm"},
+        {"max_attempts": 3, "delay_s": 60.0, "patterns": ["(?i)CUDA out of memory"]},
+    )
+    # No GPU list in the manifest: the instance's; no catalog matcher: no retry on the box.
+    bare = sshsubmit.job_document(
+        local.parse_directives(script), "ssh-1-abcdef", [0], box, [], "/w",
+        settings={"oom_attempts": 3}, oom_patterns=[],
+    )  # fmt: skip
+    assert (bare["gpus"], bare["oom_retry"], bare["conda"]) == ([0, 1, 2, 3], None, None)
 
 
 def test_job_json_carries_the_directives_and_the_box(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -142,6 +142,7 @@ def check_document(
     *,
     authorized: set[str] | None,
     boxes: frozenset[str] = frozenset(),
+    backend: str | None = None,
 ) -> Iterator[Finding]:
     """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one."""
     errors = list(schema.validate(schema.MANIFEST, doc))
@@ -160,7 +161,8 @@ def check_document(
         yield from _placeholders(rel, block, loc)
     yield from _phases(rel, doc, loc)
     yield from _queue(rel, doc, loc)
-    yield from _keys(rel, doc, loc, on_box=doc.get("backend") in boxes)
+    # ``backend``: where the job goes (submit's --backend); else the manifest's own.
+    yield from _keys(rel, doc, loc, on_box=(backend or doc.get("backend")) in boxes)
     yield from _arg_keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)

@@ -156,7 +156,8 @@ SHAPES: dict[str, Callable[[Any], bool]] = {
     and hasattr(signal, "SIG" + str(v.get("signal"))),
     "oom_retry": lambda v: isinstance(v, dict) and isinstance(v.get("max_attempts"), int)
     and _number(v.get("delay_s", 0)) and isinstance(v.get("patterns"), list),
-    "conda": lambda v: isinstance(v, dict) and all(isinstance(v.get(k), str) for k in ("hook", "env")),
+    "conda": lambda v: isinstance(v, dict) and isinstance(v.get("env"), str)
+    and (v.get("hook") is None or isinstance(v.get("hook"), str)),
     "outputs": lambda v: isinstance(v, dict) and all(isinstance(p, list) for p in v.values()),
 }  # fmt: skip
 
@@ -311,8 +312,12 @@ class Executor:
         script, conda = str(self.dir / "script.sh"), self.job.get("conda")
         if not conda:
             return ["bash", script]
-        line = 'source "$1" && conda activate "$2" && exec bash "$3"'
-        return ["bash", "-c", line, "boxexec", str(conda["hook"]), str(conda["env"]), script]
+        if conda.get("hook"):
+            line = 'source "$1" && conda activate "$2" && exec bash "$3"'
+            return ["bash", "-c", line, "boxexec", str(conda["hook"]), str(conda["env"]), script]
+        # No hook named: the conda on the box's PATH sets up its own shell functions.
+        line = 'eval "$(conda shell.bash hook)" && conda activate "$1" && exec bash "$2"'
+        return ["bash", "-c", line, "boxexec", str(conda["env"]), script]
 
     def launch(self, key: str, gpu: int | None) -> None:
         t = self.tasks[key]

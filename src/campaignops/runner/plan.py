@@ -18,6 +18,7 @@ cell can never make a production task "already complete".
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -122,6 +123,19 @@ def box_settings(doc: Mapping[str, Any]) -> BoxSettings:
         conda_hook=text("conda_hook"),
         oom_attempts=rule.max_attempts if rule else None,
         oom_delay_s=rule.delay_s if rule else None,
+    )
+
+
+def cost(args: Mapping[str, Any]) -> float:
+    """A task's run length for dividing an array across boxes: its ``epochs`` (a queue line's
+    field, or an arg), else 1 (every task alike)."""
+    epochs = args.get("epochs")
+    if isinstance(epochs, str) and epochs.isdigit():
+        epochs = int(epochs)
+    return (
+        float(epochs)
+        if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0
+        else 1.0
     )
 
 
@@ -247,7 +261,10 @@ def plan(
             env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
             outputs=tuple(t.output for t in members) if any(t.output for t in members) else (),
             preconditions=preconditions(doc),
-            box=box_settings(doc),
+            box=dataclasses.replace(
+                box_settings(doc),
+                costs=tuple(cost({**t.args, **smoke_args}) for t in members),
+            ),
         )
         jobs.append(
             PlannedJob(

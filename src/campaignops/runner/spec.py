@@ -80,6 +80,9 @@ class BoxSettings:
     conda_hook: str | None = None  # the conda.sh to source first (else `conda shell.bash hook`)
     oom_attempts: int | None = None  # oom_retry.max_attempts (2 or more)
     oom_delay_s: float | None = None  # oom_retry.delay
+    # One per task: its run length in the manifest's own unit (a line's or args' epochs, else
+    # 1), how the ssh backend divides an array across its boxes (campaignops.splitting).
+    costs: tuple[float, ...] | None = None
 
     def record(self) -> dict[str, object]:
         """The settings that are set, as the ssh backend's script line carries them."""

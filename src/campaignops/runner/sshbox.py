@@ -44,6 +44,7 @@ QUERY = "campaignops.runner.sshquery"
 # The script's work directory until sshsubmit writes each instance's copy (shlex leaves it bare).
 DEPLOY_MARK = "@CAMPAIGN_DEPLOY_DIR@"
 AFTER = "#SSHBOX --after="
+BOX = "#SSHBOX --box="  # the manifest's box keys as one JSON object (spec.BoxSettings)
 STATE_DIR = ".campaign/ssh"  # this checkout's ids and placements, per backend; gitignored
 JOB_ID = re.compile(r"ssh-([0-9]+)-[0-9a-f]{6}")
 # ssh's own failures are retried inside the helpers (exit 255, bounded), never here: a retried
@@ -71,7 +72,24 @@ def render(spec: JobSpec) -> str:
     ]
     if spec.after:
         lines.insert(2, AFTER + ",".join(spec.after))
+    settings = spec.box.record()
+    if settings:
+        lines.insert(2, BOX + json.dumps(settings, sort_keys=True, separators=(",", ":")))
     return "\n".join([head, *lines])
+
+
+def box_of(script: str) -> dict[str, Any]:
+    """The ``#SSHBOX --box`` settings of a rendered script ({} when it has none)."""
+    for line in script.splitlines():
+        if line.startswith(BOX):
+            try:
+                found = json.loads(line[len(BOX) :])
+            except json.JSONDecodeError:
+                return {}
+            return found if isinstance(found, dict) else {}
+        if not line.startswith("#"):
+            break
+    return {}
 
 
 def after_of(script: str) -> tuple[str, ...]:

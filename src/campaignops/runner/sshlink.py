@@ -206,10 +206,14 @@ def archive(root: Path, commit: str) -> bytes:
 
 def deploy_command(target: str) -> str:
     """Unpack stdin's tar into ``target`` once: into a temporary sibling, then one rename, so a
-    reader never sees half a tree; an existing target is kept (a commit's tree never changes)."""
+    reader never sees half a tree; an existing target is kept (a commit's tree never changes).
+    First ``~/.no_auto_tmux``: Vast.ai starts every SSH login inside tmux unless it exists
+    (github.com/vast-ai/docs documentation/instances/connect/ssh.mdx, verified 2026-11); an
+    empty file in the box user's home, harmless elsewhere."""
     t = shlex.quote(target)
     tmp = shlex.quote(f"{target}.tmp") + ".$$"
     return (
+        "touch ~/.no_auto_tmux 2>/dev/null; "
         f"if [ -d {t} ]; then cat >/dev/null; exit 0; fi; "
         f"mkdir -p {tmp} && tar -x -f - -C {tmp} && mv -T {tmp} {t} "
         f"|| {{ rm -rf {tmp}; [ -d {t} ]; }}"

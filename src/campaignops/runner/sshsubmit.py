@@ -30,11 +30,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from campaignops import splitting
 from campaignops.atomic import write_atomic
+from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError
 from campaignops.runner import backends, local, sshlink
 from campaignops.runner.spec import TASK_INDEX
-from campaignops.runner.sshbox import DEPLOY_MARK, JOB_ID, STATE_DIR, SshBackendError, after_of
+from campaignops.runner.sshbox import (
+    DEPLOY_MARK,
+    JOB_ID,
+    STATE_DIR,
+    SshBackendError,
+    after_of,
+    box_of,
+)
 from campaignops.runner.sshinstances import Instance, of_page
 from campaignops.taskfiles import ENV_REF
 
@@ -67,11 +76,23 @@ def allocate(state: Path) -> str:
         os.close(fd)
 
 
-def deal(size: int, instances: Sequence[Instance]) -> dict[str, list[int]]:
-    """Indices 0…size-1 dealt round-robin: instance k runs k, k+K, k+2K…"""
+def deal(
+    size: int, instances: Sequence[Instance], costs: Sequence[float] | None = None
+) -> dict[str, list[int]]:
+    """Indices 0…size-1 across the instances so that they finish together: by ``costs`` (one
+    per index: campaignops.splitting, the split `campaign split` makes), longest first on each
+    box; without costs, or fewer tasks than boxes, round-robin (instance k runs k, k+K…)."""
+    k = len(instances)
+    if costs is not None and len(costs) == size and size >= k > 1:
+        queues = splitting.split(list(costs), k).queues
+        return {
+            box.name: sorted(queue, key=lambda i: (-costs[i], i))
+            for box, queue in zip(instances, queues, strict=True)
+            if queue
+        }
     shares: dict[str, list[int]] = {i.name: [] for i in instances}
     for index in range(size):
-        shares[instances[index % len(instances)].name].append(index)
+        shares[instances[index % k].name].append(index)
     return {name: got for name, got in shares.items() if got}
 
 
@@ -83,11 +104,25 @@ def job_document(
     after: Sequence[str],
     deploy: str,
     outputs: Mapping[str, list[str]] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    oom_patterns: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
-    ``workdir``: the deploy directory, where tasks start and logs go."""
+    ``workdir``: the deploy directory, where tasks start and logs go; ``settings``: the
+    manifest's box keys (sshbox.box_of): its GPU list (else the instance's), its free
+    threshold, conda, and oom_retry with the catalog's GPU out-of-memory matchers."""
     warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
     outputs = outputs or {}
+    own = settings or {}
+    gpus = own.get("gpus") or (None if box.gpus is None else list(box.gpus))
+    retry = None
+    if own.get("oom_attempts") and oom_patterns:
+        retry = {
+            "max_attempts": own["oom_attempts"],
+            "delay_s": own.get("oom_delay_s") or 0,
+            "patterns": list(oom_patterns),
+        }
+    conda = {"hook": own.get("conda_hook"), "env": own["conda"]} if own.get("conda") else None
     return {
         "job_id": job_id,
         "workdir": deploy,
@@ -99,10 +134,10 @@ def job_document(
         "kill_wait_s": d.kill_wait_s,
         "warning": warning,
         "after": list(after),
-        "gpus": None if box.gpus is None else list(box.gpus),
-        "gpu_free_threshold_mib": GPU_FREE_THRESHOLD_MIB,
-        "oom_retry": None,
-        "conda": None,
+        "gpus": gpus,
+        "gpu_free_threshold_mib": own.get("gpu_free_threshold_mib") or GPU_FREE_THRESHOLD_MIB,
+        "oom_retry": retry,
+        "conda": conda,
         "log_dir": d.log_dir,
         "log_name": f"{d.name}-{job_id}_{{index}}.out",
         "outputs": {i: paths for i, paths in outputs.items() if int(i) in indices},
@@ -185,7 +220,18 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     commit = words[1]
     campaign = d.name.split(".", 1)[0]
     instances = of_page(root, backend, backends.page(root, backend))
-    shares = deal(d.size, instances)
+    settings = box_of(script)
+    raw_costs = settings.get("costs")
+    costs = [float(c) for c in raw_costs] if isinstance(raw_costs, list) else None
+    shares = deal(d.size, instances, costs)
+    page = backends.page(root, backend)
+    patterns = (
+        catalog.oom_patterns(
+            catalog.load(root), backend=backend, kind=str((page or {}).get("kind") or "ssh")
+        )
+        if settings.get("oom_attempts")
+        else ()
+    )
     boxes = [i for i in instances if i.name in shares]
     source = sshlink.executor_source()
     executor = sshlink.executor_name(source)
@@ -199,7 +245,17 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     placed: list[dict[str, Any]] = []
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
-        doc = job_document(d, job_id, shares[box.name], box, after, deploy, outputs_of(script))
+        doc = job_document(
+            d,
+            job_id,
+            shares[box.name],
+            box,
+            after,
+            deploy,
+            outputs_of(script),
+            settings=settings,
+            oom_patterns=patterns,
+        )
         files: Mapping[str, bytes] = {
             executor: source,
             f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),

@@ -183,17 +183,6 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             "scripts/run_one.v1.sh' (manifests/example-queue.yaml is one), commit, submit that",
         )
     text, doc = _yaml(root, manifest)
-    problems = list(
-        man_checks.check_document(
-            manifest, doc, yamldoc.Locator(text), authorized=set(policy.backends)
-        )
-    )
-    if problems:
-        first = problems[0]
-        raise UsageError(
-            message=f"{manifest}:{first.line}:{first.col}: {first.id} {first.message}",
-            hint="fix the manifest first: campaign check " + manifest,
-        )
     name = (
         backend
         or doc.get("backend")
@@ -202,6 +191,24 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     )
     page_rel = backends.page_path(name)
     page = backends.page(root, name) if name in policy.backends else None
+    # The box keys (conda, gpu_free_threshold_mib …) are run where the job goes to a box.
+    boxes = frozenset({name}) if backends.module_for(page) == "ssh" else frozenset()
+    problems = list(
+        man_checks.check_document(
+            manifest,
+            doc,
+            yamldoc.Locator(text),
+            authorized=set(policy.backends),
+            boxes=boxes,
+            backend=name,
+        )
+    )
+    if problems:
+        first = problems[0]
+        raise UsageError(
+            message=f"{manifest}:{first.line}:{first.col}: {first.id} {first.message}",
+            hint="fix the manifest first: campaign check " + manifest,
+        )
     # An unlisted backend or a missing page is the authorized gate's refusal, even under
     # --dry-run: with no backend there is no script to show.
     gates.require((gates.authorized(name, policy=policy, page=page),))
