@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import blocks, catalogs, frontmatter, layout, schema, yamldoc
+from campaignops import blocks, boxcells, catalogs, frontmatter, layout, schema, yamldoc
 from campaignops import ledger as ledger_mod
 from campaignops import policy as policy_mod
 from campaignops.atomic import write_atomic
@@ -279,6 +279,8 @@ def render_stages(src: Sources) -> str:
                 continue
             index = last.index_of(target)
             where = last.job_id if len(last.targets) == 1 else f"{last.job_id} task {index}"
+            box = boxcells.where(last, target, src.page(last.backend) if last.backend else None)
+            where = f"{where} {box}" if box else where
             text = task_state(last, target)
             row.append(cell(f"{text} ({where})" if last.job_id else text))
         rows.append(row)

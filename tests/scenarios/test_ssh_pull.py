@@ -123,3 +123,27 @@ def test_a_verify_command_that_fails_is_no_evidence(  # type: ignore[no-untyped-
     assert pulled.code == 1
     assert pulled.out.count(": verify-failed") == 3 and "3 verify-failed" in pulled.out
     assert run("release", "box1").code == 1
+
+
+def test_the_example_queue_from_submit_to_pull_with_cells_instances_and_costs(  # type: ignore[no-untyped-def]
+    camp: Path, run
+) -> None:
+    """The issue's acceptance: a new user's example queue over SSH, from campaign submit to
+    campaign pull with verified outputs; STATUS.md shows every cell, its instance and cost."""
+    sub = run(
+        "submit", "manifests/example-queue.yaml", "--stage", "smoke", "--backend", "generic-ssh"
+    )
+    assert sub.code == 0, sub.err
+    job = refreshed_until_finished(run, camp)
+    assert job.state == "COMPLETED", job.record
+    pulled = run("pull", str(job.job_id), "--format", "json")
+    assert pulled.code == 0, pulled.out + pulled.err
+    cells = json.loads(pulled.out)["cells"]
+    assert {c["verdict"] for c in cells} == {"verified"} and len(cells) == len(job.targets)
+    for c in cells:  # each cell's directory came home: its wrapper's cell.json among the files
+        assert f"runs/smoke/{c['target']}/cell.json" in c["files"]
+        assert (camp / f"runs/smoke/{c['target']}/cell.json").is_file()
+    status = (camp / "STATUS.md").read_text()
+    for c in cells:
+        row = next(line for line in status.splitlines() if line.startswith(f"| {c['target']} |"))
+        assert f"on {c['instance']}, $" in row, row

@@ -667,8 +667,13 @@ def cmd_outputs(jobdir: Path) -> dict[str, Any]:
         found[key] = []
         for rel in wanted.get(key) or ():
             path = base / rel
-            if path.is_dir():  # each file in it, by its path under the output's
-                files = sorted(p.relative_to(path) for p in path.rglob("*") if p.is_file())
+            if path.is_dir():  # each file in it, by its path under the output's; hidden
+                # names (a wrapper's .lock, rsync's .rsync-partial) are bookkeeping, not results
+                files = sorted(
+                    f
+                    for f in (p.relative_to(path) for p in path.rglob("*") if p.is_file())
+                    if not any(part.startswith(".") for part in f.parts)
+                )
                 found[key] += [dict(digest(path / f), path=f"{rel}/{f}") for f in files]
             else:
                 entry = digest(path) if path.is_file() else {"size": None, "sha256": None}
