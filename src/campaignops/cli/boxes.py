@@ -5,21 +5,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout, safetext
-from campaignops.errors import UsageError
-
-
-def _root() -> Path:
-    root = layout.find_root(Path.cwd())
-    if root is None:
-        raise UsageError(
-            message=f"no {layout.POLICY_FILE} here or above",
-            hint="run inside a campaign repository (campaign new creates one)",
-        )
-    return root
+from campaignops import safetext
+from campaignops.cli.jobs import campaign_root
 
 
 def _now() -> dt.datetime:
@@ -29,7 +18,7 @@ def _now() -> dt.datetime:
 def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.runner import pull, release
 
-    pulled = release.run_pull(_root(), job=args.job, verify=args.verify, now=_now())
+    pulled = release.run_pull(campaign_root(), job=args.job, verify=args.verify, now=_now())
     cells = pulled.cells
     if args.format == "json":
         doc = {
@@ -77,7 +66,7 @@ def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.runner import release
 
-    done = release.release(_root(), instance=args.instance, yes=args.yes, now=_now())
+    done = release.release(campaign_root(), instance=args.instance, yes=args.yes, now=_now())
     print(f"instance {done.instance.name}: all {done.cells} cells pulled and verified", file=out)
     if done.command is None:
         print(

@@ -8,20 +8,14 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
 from campaignops.cli.files import _date
-from campaignops.errors import UsageError
+from campaignops.cli.jobs import campaign_root
 
 
 def _add(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import lessonlog
 
-    root = layout.find_root(Path.cwd())
-    if root is None:
-        raise UsageError(
-            message=f"no {layout.POLICY_FILE} here or above",
-            hint="run inside a campaign repository (campaign new creates one)",
-        )
+    root = campaign_root()
     added = lessonlog.add(
         root=root,
         failed=args.failed,

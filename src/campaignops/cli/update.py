@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout, safetext
-from campaignops.errors import UsageError
+from campaignops import safetext
+from campaignops.cli.jobs import campaign_root
 
 
 def _update(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import update
 
-    root = layout.find_root(Path.cwd())
-    if root is None:
-        raise UsageError(
-            message=f"no {layout.POLICY_FILE} in {Path.cwd()} or any parent directory",
-            hint="run campaign update inside the campaign repository",
-        )
+    root = campaign_root()
     done = update.run(root, to=args.to, dry_run=args.dry_run)
     would = "would update" if done.dry_run else "updated"
     if done.old == done.new and not done.changed:
