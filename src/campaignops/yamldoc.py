@@ -122,19 +122,30 @@ def first_too_deep(text: str) -> tuple[int, int] | None:
     """1-based line:col of the first collection nested past MAX_DEPTH, or None (also when the
     text stops parsing before one: the loader reports that syntax error with its position).
 
-    Walks libyaml's events, which needs no recursion at any depth."""
-    depth = 0
+    Walks libyaml's events, which needs no recursion at any depth. libyaml 0.2.6 (PyYAML
+    6.0.4) refuses a flow nesting past its own limit (1,000) while it scans ahead, before the
+    first event; then the pure-Python parser, which has no such limit, walks the same events."""
     try:
-        for event in yaml.parse(text, Loader=_Base):
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                mark = event.start_mark
-                if depth > MAX_DEPTH and mark is not None:
-                    return (mark.line + 1, mark.column + 1)
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
+        return _walk(text, _Base)
+    except yaml.YAMLError as exc:
+        if "maximum nesting depth" not in str(exc) or _Base is yaml.SafeLoader:
+            return None
+    try:
+        return _walk(text, yaml.SafeLoader)
     except yaml.YAMLError:
         return None
+
+
+def _walk(text: str, loader: type[yaml.SafeLoader]) -> tuple[int, int] | None:
+    depth = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            mark = event.start_mark
+            if depth > MAX_DEPTH and mark is not None:
+                return (mark.line + 1, mark.column + 1)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
     return None
 
 
