@@ -10,6 +10,9 @@ deals the array's indices round-robin across the instances, then, per instance t
    never overwritten), the job directory (``script.sh`` with the deploy directory filled in,
    ``job.json``) and runs the executor's ``start`` (detached; idempotent).
 
+Each afterok parent's ``after`` entry says, per instance, whether the parent has a share there
+and tasks elsewhere (campaignops.runner.sshafter), from the parent's placement.
+
 Every deploy happens before any start, so a box that cannot be reached stops the submission
 with nothing started. It writes the placement to ``.campaign/ssh/<backend>/<id>.json`` (what
 ``sshquery`` reads) and prints ``{"job_id", "placement"}`` for the ledger.
