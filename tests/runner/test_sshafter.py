@@ -68,3 +68,17 @@ def test_the_verdict_command_is_one_quoted_executor_line() -> None:
         "ssh-1-a=COMPLETED",
         "ssh-2-b=FAILED",
     ]
+
+
+def test_the_plan_writes_a_verdict_only_where_awaited_and_only_once_known() -> None:
+    awaiting = {"box1": {"p-done", "p-running", "p-old"}, "box2": {"p-running"}, "box3": set()}
+    folded = {"p-done": "FAILED", "p-running": None, "p-other": "COMPLETED"}
+    # p-old was not refreshed (it ended earlier): the ledger's end; a still-open one is no end.
+    ended = {"p-old": "COMPLETED", "p-running": "COMPLETED"}
+    assert sshafter.plan(awaiting, folded, ended) == {
+        "box1": {"p-done": "FAILED", "p-old": "COMPLETED"}
+    }
+    # Nothing known yet, or nothing awaited: no box is called.
+    assert sshafter.plan({"box1": {"p-running"}}, folded, {}) == {}
+    assert sshafter.plan({"box1": {"p-new"}}, {}, {"p-new": "RUNNING"}) == {}
+    assert sshafter.plan({}, folded, ended) == {}

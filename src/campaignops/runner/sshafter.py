@@ -58,6 +58,27 @@ def awaited(status_doc: Mapping[str, Any] | None) -> set[str]:
     return found
 
 
+def plan(
+    awaiting: Mapping[str, set[str]],
+    folded: Mapping[str, str | None],
+    ended: Mapping[str, str],
+) -> dict[str, dict[str, str]]:
+    """The verdicts to write, per box: for each parent a box awaits, this refresh's fold of it
+    when it was refreshed (``folded``; None: some task has not ended, so nothing yet), else its
+    final state in the ledger (``ended``: a parent that ended at an earlier refresh). Boxes with
+    nothing to write are left out: no call for them."""
+    out: dict[str, dict[str, str]] = {}
+    for box, wanted in sorted(awaiting.items()):
+        found = {}
+        for parent in sorted(wanted):
+            said = folded[parent] if parent in folded else ended.get(parent)
+            if said is not None and said in FINISHED:
+                found[parent] = said
+        if found:
+            out[box] = found
+    return out
+
+
 def verdict_command(executor: str, jobs_root: str, verdicts: Mapping[str, str]) -> str:
     pairs = [f"{job}={state}" for job, state in sorted(verdicts.items())]
     return shlex.join(["python3", executor, "verdict", jobs_root, *pairs])

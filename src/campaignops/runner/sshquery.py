@@ -176,30 +176,24 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
 def _confirm(
     root: Path, boxes: Mapping[str, Box], answers: dict[str, Json], jobs: Sequence[Json]
 ) -> None:
-    """afterok across boxes: each box's answer lists the parents its jobs await; a parent whose
-    tasks on every box have ended (this refresh's fold, else the ledger's end for a parent no
-    longer refreshed) gets its verdict written there. One more ssh call per such box, only in
-    the refresh that first can tell; a failed call is tried again at the next refresh (the
-    box still awaits it). Recorded in the answer as ``verdicts`` or ``verdict_error``."""
+    """afterok across boxes (sshafter.plan): one more ssh call per box whose jobs await a parent
+    whose end is now known, only then; a failed call is made again at the next refresh (the box
+    still awaits). Recorded in the box's answer as ``verdicts`` or ``verdict_error``."""
+    awaiting = {
+        name: sshafter.awaited(answer.get("status"))
+        for name, answer in answers.items()
+        if answer.get("reachable")
+    }
     folded = {
         str(job["job_id"]): sshafter.verdict(str(t.get("state")) for t in job["tasks"].values())
         for job in jobs
     }
-    ended: dict[str, str] | None = None
-    for name, box in boxes.items():
-        answer = answers[name]
-        wanted = sshafter.awaited(answer.get("status"))
-        if not wanted or not answer.get("reachable"):
-            continue
-        if ended is None and wanted - folded.keys():
-            ended = {j.job_id: str(j.state) for j in ledger.read(root).jobs if j.job_id and j.state}
-        found = {}
-        for parent in wanted:
-            said = folded[parent] if parent in folded else (ended or {}).get(parent)
-            if said is not None and said in FINISHED:
-                found[parent] = said
-        if not found:
-            continue
+    ended: Mapping[str, str] = {}
+    if any(wanted - folded.keys() for wanted in awaiting.values()):
+        # Parents no longer refreshed (ended earlier): their end as the ledger recorded it.
+        ended = {j.job_id: str(j.state) for j in ledger.read(root).jobs if j.job_id and j.state}
+    for name, found in sshafter.plan(awaiting, folded, ended).items():
+        box, answer = boxes[name], answers[name]
         root_dir = f"{box.instance.workdir}/{sshlink.STATE}/jobs"
         command = sshafter.verdict_command(box.executor, root_dir, found)
         try:
