@@ -8,6 +8,7 @@ box, by writing its verdict there (docs/runner.md "afterok across boxes").
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ phases:
 HOLD = "while [ ! -e ~/work/go ]; do sleep 0.1; done"
 
 
-def submitted(camp: Path, run, a2: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+def submitted(camp: Path, run, ssh_boxes, a2: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
     (camp / "manifests/phases.yaml").write_text(PHASES.format(a2=repr(a2)))
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "two phases")
@@ -56,7 +57,14 @@ def submitted(camp: Path, run, a2: str) -> tuple[str, str]:  # type: ignore[no-u
         for j in (a, b)
     }
     assert sorted(places.values()) == [[("box1", [0])], [("box1", [0]), ("box2", [1])]]
+    # What box1's executor was told: a has a share here and tasks elsewhere.
+    told = json.loads((box_dir(ssh_boxes[0], str(b.job_id)) / "job.json").read_text())
+    assert told["after"] == [{"job": a.job_id, "here": True, "elsewhere": True}]
     return str(a.job_id), str(b.job_id)
+
+
+def box_dir(box: Any, job_id: str) -> Path:
+    return Path(box.workdir / ".campaignops/jobs" / job_id)
 
 
 def refreshed(run) -> None:  # type: ignore[no-untyped-def]
@@ -67,7 +75,7 @@ def test_a_parent_failed_on_the_other_box_cancels_the_child(  # type: ignore[no-
     camp: Path, run, ssh_boxes
 ) -> None:
     box1, box2 = ssh_boxes
-    a, b = submitted(camp, run, "exit 1")
+    a, b = submitted(camp, run, ssh_boxes, "exit 1")
     # Box1's share of a completed: before, that alone started b1 there.
     wait_for("a1 to complete on box1", lambda: box_state(box1, a).get("state") == "COMPLETED")
     wait_for("a2 to fail on box2", lambda: box_state(box2, a).get("state") == "FAILED")
@@ -88,7 +96,7 @@ def test_the_child_runs_only_after_the_parent_completed_on_both_boxes(  # type: 
     camp: Path, run, ssh_boxes, ssh_log: Path
 ) -> None:
     box1, box2 = ssh_boxes
-    a, b = submitted(camp, run, HOLD)
+    a, b = submitted(camp, run, ssh_boxes, HOLD)
     wait_for("a1 to complete on box1", lambda: box_state(box1, a).get("state") == "COMPLETED")
     wait_for("b1 to wait on box1", lambda: _task(box1, b, "Dependency"))
     for _ in range(2):  # refreshes while a2 runs: no verdict, b1 keeps waiting
@@ -119,3 +127,36 @@ def test_the_child_runs_only_after_the_parent_completed_on_both_boxes(  # type: 
 def _task(box: Any, job_id: str, reason: str) -> dict[str, Any] | None:
     task = box_state(box, job_id).get("tasks", {}).get("0")
     return task if task and task["state"] == "PENDING" and task["reason"] == reason else None
+
+
+# The other way round: a has one task (box1), b two (box1, box2); box2 holds no share of a.
+FAN_OUT = """\
+backend: generic-ssh
+resources: {time: "00:10:00"}
+phases:
+  - name: a
+    jobs: [{id: a1, cmd: "true"}]
+  - name: b
+    depends_on: a
+    jobs:
+      - {id: b1, cmd: 'mkdir -p "$CAMPAIGN_OUT" && touch "$CAMPAIGN_OUT/b1-ran"'}
+      - {id: b2, cmd: 'mkdir -p "$CAMPAIGN_OUT" && touch "$CAMPAIGN_OUT/b2-ran"'}
+"""
+
+
+def test_a_box_without_a_share_of_the_parent_waits_for_its_verdict(  # type: ignore[no-untyped-def]
+    camp: Path, run, ssh_boxes
+) -> None:
+    # Before: box2 found no directory of a, took a for lost, and cancelled b2 at once.
+    box1, box2 = ssh_boxes
+    (camp / "manifests/fan.yaml").write_text(FAN_OUT)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "one parent task, two children")
+    assert run("submit", "manifests/fan.yaml", "--stage", "smoke").code == 0
+    a, b = (str(j.job_id) for j in ledger.read(camp).jobs[-2:])
+    told = json.loads((box_dir(box2, b) / "job.json").read_text())
+    assert told["after"] == [{"job": a, "here": False, "elsewhere": True}]
+    job = story.refreshed_until_finished(run, camp)
+    assert (job.job_id, job.state) == (b, "COMPLETED")
+    assert [p.name for p in box2.workdir.rglob("*-ran")] == ["b2-ran"]
+    assert [p.name for p in box1.workdir.rglob("*-ran")] == ["b1-ran"]
