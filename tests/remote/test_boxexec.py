@@ -368,6 +368,7 @@ def test_status_answers_every_job_in_one_document(box: Box) -> None:
     assert a == {
         "state": "FAILED",
         "executor_alive": False,
+        "awaits": [],
         "tasks": {
             "0": {"state": "COMPLETED", "exit_code": 0, "attempts": 1, "gpu": 2, "reason": None},
             "1": {
@@ -384,6 +385,7 @@ def test_status_answers_every_job_in_one_document(box: Box) -> None:
     assert status["jobs"]["b"] == {
         "state": "PENDING",
         "executor_alive": False,
+        "awaits": [],
         "tasks": {"5": pending},
     }
 

@@ -5,7 +5,7 @@ to ``<workdir>/.campaignops/boxexec-<sha256[:12]>.py``. Every command prints one
 ``start JOBDIR`` detaches ``run JOBDIR`` (tmux, else a new session) unless an executor holds
 ``JOBDIR/executor.lock``; ``run`` is the loop and writes ``state.json`` atomically on every change;
 ``status ROOT [JOB…]`` answers for every job of an instance at once; ``cancel JOBDIR [--tasks
-1,4]``; ``outputs JOBDIR``. Each task attempt runs under ``wrap`` (this file again), the leader
+1,4]``; ``outputs JOBDIR``; ``verdict ROOT JOB=STATE…`` (afterok across boxes). Each task attempt runs under ``wrap`` (this file again), the leader
 of its own session, which writes ``receipts/<index>.<attempt>.json`` when the task ends: the
 receipt, not the executor, is the record that survives an executor killed meanwhile.
 """
@@ -147,7 +147,7 @@ def _number(v: Any) -> bool:
 SHAPES: dict[str, Callable[[Any], bool]] = {
     "indices": _ints,
     "gpus": _ints,
-    "after": lambda v: isinstance(v, list) and all(isinstance(j, str) for j in v),
+    "after": lambda v: isinstance(v, list) and all(parent_of(j) is not None for j in v),
     "max_parallel": lambda v: isinstance(v, int) and v > 0,
     "time_limit_s": _number,
     "kill_wait_s": _number,
@@ -160,6 +160,36 @@ SHAPES: dict[str, Callable[[Any], bool]] = {
     and (v.get("hook") is None or isinstance(v.get("hook"), str)),
     "outputs": lambda v: isinstance(v, dict) and all(isinstance(p, list) for p in v.values()),
 }  # fmt: skip
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a job id that is one path component
+
+
+def parent_of(entry: Any) -> dict[str, Any] | None:
+    """One ``after`` entry as ``{"job", "here", "elsewhere"}``: a bare id (the older form) is a
+    parent whose whole share is on this box; None for an entry that is neither."""
+    if isinstance(entry, str):
+        entry = {"job": entry, "here": True, "elsewhere": False}
+    if not isinstance(entry, dict) or not isinstance(entry.get("job"), str):
+        return None
+    here, elsewhere = entry.get("here", True), entry.get("elsewhere", False)
+    if not NAME.fullmatch(entry["job"]) or not isinstance(here, bool):
+        return None
+    if not isinstance(elsewhere, bool) or not (here or elsewhere):
+        return None
+    return {"job": entry["job"], "here": here, "elsewhere": elsewhere}
+
+
+def verdicts_dir(jobs_root: Path) -> Path:
+    """Where the runner writes what it saw of a parent on every box: ``<state>/verdicts``, not
+    the parent's job directory, which a box without a share of the parent does not have."""
+    return jobs_root.parent / "verdicts"
+
+
+def verdict_of(jobs_root: Path, job_id: str) -> str | None:
+    record = read_json(verdicts_dir(jobs_root) / (job_id + ".json"))
+    state = record.get("state") if isinstance(record, dict) else None
+    return state if state in FINISHED else None
 
 
 def load_job(jobdir: Path) -> dict[str, Any]:
@@ -256,16 +286,37 @@ class Executor:
         return (self.dir / "cancel").exists(), set(lines)
 
     def parents(self) -> str:
+        """afterok: "ok", "wait" or "never". A parent's share on this box is read from its
+        state file; a parent with tasks on other boxes also needs the runner's verdict (this
+        box cannot see them), which `campaign status --refresh` writes once every task of
+        the parent on every box has ended (docs/runner.md "afterok across boxes")."""
         states = []
-        for job_id in self.job.get("after") or ():
-            parent = self.dir.parent / str(job_id)
-            record = read_json(parent / "state.json")
-            found = record.get("state") if isinstance(record, dict) else "PENDING"
-            states.append(found if parent.is_dir() else "UNKNOWN")
+        for entry in self.job.get("after") or ():
+            parent = parent_of(entry) or {}
+            if parent.get("here"):
+                path = self.dir.parent / parent["job"]
+                record = read_json(path / "state.json")
+                found = record.get("state") if isinstance(record, dict) else "PENDING"
+                states.append(found if path.is_dir() else "UNKNOWN")
+            if parent.get("elsewhere"):
+                states.append(verdict_of(self.dir.parent, parent["job"]) or "PENDING")
         if all(s == "COMPLETED" for s in states):
             return "ok"
-        # afterok can never hold once one parent ended otherwise (Slurm's DependencyNeverSatisfied)
-        return "never" if any(s in FINISHED or s == "UNKNOWN" for s in states) else "wait"
+        # afterok can never hold once one parent ended otherwise (Slurm's DependencyNeverSatisfied);
+        # a parent that COMPLETED while another still runs is no reason to give up.
+        ended_badly = [s for s in states if s != "COMPLETED" and (s in FINISHED or s == "UNKNOWN")]
+        return "never" if ended_badly else "wait"
+
+    def awaits(self) -> list[str]:
+        """The parents whose verdict this job still needs from the runner (none once it ended:
+        a cancelled job needs nothing)."""
+        if self.state.get("state") in FINISHED:
+            return []
+        found = [parent_of(e) or {} for e in self.job.get("after") or ()]
+        return [
+            p["job"] for p in found
+            if p.get("elsewhere") and verdict_of(self.dir.parent, p["job"]) is None
+        ]  # fmt: skip
 
     # --- GPUs --------------------------------------------------------------------------------
 
@@ -613,6 +664,7 @@ def view(jobdir: Path) -> dict[str, Any]:
         "state": state["state"],
         "executor_alive": alive(state.get("executor")),
         "tasks": public,
+        "awaits": executor.awaits(),
     }
 
 
@@ -624,6 +676,25 @@ def cmd_status(root: Path, names: Sequence[str]) -> dict[str, Any]:
     jobs = {d.name: view(d) for d in dirs}
     rows = query_gpus()[0] if shutil.which("nvidia-smi") else None
     return {"now": now(), "jobs": jobs, "gpus": rows}
+
+
+def cmd_verdict(root: Path, pairs: Sequence[str]) -> dict[str, Any]:
+    """Record the runner's verdicts (``JOB=STATE``, a final state) on this box; a verdict
+    already there is kept (a job's end never changes)."""
+    parsed = [p.partition("=")[::2] for p in pairs]
+    bad = [j + "=" + s for j, s in parsed if not NAME.fullmatch(j) or s not in FINISHED]
+    if bad:
+        raise BoxError(message=f"verdicts {bad} are not JOB=STATE with a final state",
+                       hint="states: " + ", ".join(FINISHED))  # fmt: skip
+    where = verdicts_dir(root)
+    where.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for job, state in parsed:
+        kept = verdict_of(root, job)
+        if kept is None:
+            write_json(where / (job + ".json"), {"job_id": job, "state": state, "at": now()})
+        written[job] = kept or state
+    return {"verdicts": written}
 
 
 def cmd_cancel(jobdir: Path, tasks: str | None) -> dict[str, Any]:
@@ -722,6 +793,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = sub.add_parser("status", help=text, description=text)
     status.add_argument("root", help="<workdir>/.campaignops/jobs")
     status.add_argument("jobs", nargs="*")
+    text = "record the runner's JOB=STATE verdicts: a parent's end seen on every box (afterok)"
+    verdict = sub.add_parser("verdict", help=text, description=text)
+    verdict.add_argument("root", help="<workdir>/.campaignops/jobs")
+    verdict.add_argument("pairs", nargs="+", metavar="JOB=STATE")
     text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
     cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
@@ -730,6 +805,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "status":
             result = cmd_status(Path(args.root), args.jobs)
+        elif args.command == "verdict":
+            result = cmd_verdict(Path(args.root), args.pairs)
         else:
             jobdir = Path(args.jobdir).absolute()
             if args.command == "start":

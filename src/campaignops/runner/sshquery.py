@@ -9,6 +9,10 @@ executor is not alive is started again (``start``: it resumes from its state fil
 tasks are never run again): one more ssh call for that box, only then, reported as
 ``restarted``.
 
+A box whose answer says a job there awaits a parent's verdict (afterok across boxes,
+campaignops.runner.sshafter) gets it written once the parent's tasks on every box have ended:
+one more ssh call for that box, only in that refresh.
+
 ``siblings [--all] NAME…`` answers the same for this checkout's jobs of those names (all names:
 none given), unfinished ones only unless ``--all``. ``cancel ID|ID_INDEX…`` asks each box's
 executor to cancel (one call per job and instance).
@@ -32,7 +36,7 @@ from typing import Any
 from campaignops import ledger
 from campaignops.atomic import write_atomic
 from campaignops.errors import CampaignError
-from campaignops.runner import sshlink
+from campaignops.runner import sshafter, sshlink
 from campaignops.runner.spec import FINISHED
 from campaignops.runner.sshbox import JOB_ID, fold, parse_states
 from campaignops.runner.sshinstances import Instance
@@ -127,7 +131,9 @@ def _ask(box: Box) -> Json:
     return {"reachable": True, "status": doc, "restarted": restarted}
 
 
-def status(root: Path, backend: str, ids: Sequence[str]) -> Json:
+def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = False) -> Json:
+    """The jobs' tasks on every box; ``confirm`` (a refresh, not a gate's look) also writes
+    afterok verdicts on the boxes that await them (_confirm)."""
     base_ids = sorted({i.partition("_")[0] for i in ids})
     records = placements(root, backend, base_ids)
     boxes = by_instance(records)
@@ -154,6 +160,8 @@ def status(root: Path, backend: str, ids: Sequence[str]) -> Json:
             {k: record.get(k) for k in ("job_id", "name", "comment", "submitted")}
             | {"tasks": tasks}
         )
+    if confirm:
+        _confirm(root, boxes, answers, jobs)
     instances = {
         name: {k: v for k, v in answer.items() if k != "status"}
         | {
@@ -163,6 +171,36 @@ def status(root: Path, backend: str, ids: Sequence[str]) -> Json:
         for name, answer in answers.items()
     }
     return {"jobs": jobs, "instances": instances}
+
+
+def _confirm(
+    root: Path, boxes: Mapping[str, Box], answers: dict[str, Json], jobs: Sequence[Json]
+) -> None:
+    """afterok across boxes (sshafter.plan): one more ssh call per box whose jobs await a parent
+    whose end is now known, only then; a failed call is made again at the next refresh (the box
+    still awaits). Recorded in the box's answer as ``verdicts`` or ``verdict_error``."""
+    awaiting = {
+        name: sshafter.awaited(answer.get("status"))
+        for name, answer in answers.items()
+        if answer.get("reachable")
+    }
+    folded = {
+        str(job["job_id"]): sshafter.verdict(str(t.get("state")) for t in job["tasks"].values())
+        for job in jobs
+    }
+    ended: Mapping[str, str] = {}
+    if any(wanted - folded.keys() for wanted in awaiting.values()):
+        # Parents no longer refreshed (ended earlier): their end as the ledger recorded it.
+        ended = {j.job_id: str(j.state) for j in ledger.read(root).jobs if j.job_id and j.state}
+    for name, found in sshafter.plan(awaiting, folded, ended).items():
+        box, answer = boxes[name], answers[name]
+        root_dir = f"{box.instance.workdir}/{sshlink.STATE}/jobs"
+        command = sshafter.verdict_command(box.executor, root_dir, found)
+        try:
+            sshlink.checked(sshlink.call(box.instance, command), box.instance, "verdict")
+            answer["verdicts"] = found
+        except CampaignError as exc:
+            answer["verdict_error"] = exc.message
 
 
 def _mark_finished(root: Path, backend: str, doc: Json) -> None:
@@ -228,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "status":
-            doc = status(args.root, args.backend, args.ids)
+            doc = status(args.root, args.backend, args.ids, confirm=True)
             _mark_finished(args.root, args.backend, doc)
             print(json.dumps(doc))
         elif args.command == "siblings":

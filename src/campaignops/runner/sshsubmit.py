@@ -10,6 +10,9 @@ deals the array's indices round-robin across the instances, then, per instance t
    never overwritten), the job directory (``script.sh`` with the deploy directory filled in,
    ``job.json``) and runs the executor's ``start`` (detached; idempotent).
 
+Each afterok parent's ``after`` entry says, per instance, whether the parent has a share there
+and tasks elsewhere (campaignops.runner.sshafter), from the parent's placement.
+
 Every deploy happens before any start, so a box that cannot be reached stops the submission
 with nothing started. It writes the placement to ``.campaign/ssh/<backend>/<id>.json`` (what
 ``sshquery`` reads) and prints ``{"job_id", "placement"}`` for the ledger.
@@ -34,7 +37,7 @@ from campaignops import splitting
 from campaignops.atomic import write_atomic
 from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError
-from campaignops.runner import backends, local, sshlink
+from campaignops.runner import backends, local, sshafter, sshlink
 from campaignops.runner.spec import TASK_INDEX
 from campaignops.runner.sshbox import (
     DEPLOY_MARK,
@@ -101,7 +104,7 @@ def job_document(
     job_id: str,
     indices: Sequence[int],
     box: Instance,
-    after: Sequence[str],
+    after: Sequence[str | Mapping[str, Any]],
     deploy: str,
     outputs: Mapping[str, list[str]] | None = None,
     settings: Mapping[str, Any] | None = None,
@@ -210,6 +213,16 @@ def _unwound(exc: CampaignError, placed: Sequence[Mapping[str, Any]]) -> Campaig
     return CampaignError(message=f"{exc.message} ({'; '.join(notes)})", hint=exc.hint)
 
 
+def _parents(root: Path, backend: str, after: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The afterok parents' placement records: where each runs decides, per box, whether the
+    executor may judge it alone (campaignops.runner.sshafter)."""
+    if not after:
+        return {}
+    from campaignops.runner import sshquery  # sshquery imports this module
+
+    return sshquery.placements(root, backend, after)
+
+
 def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     script = script_path.read_text(encoding="utf-8")
     d = local.parse_directives(script)
@@ -221,6 +234,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     campaign = d.name.split(".", 1)[0]
     instances = of_page(root, backend, backends.page(root, backend))
     settings = box_of(script)
+    parents = _parents(root, backend, after)
     raw_costs = settings.get("costs")
     costs = [float(c) for c in raw_costs] if isinstance(raw_costs, list) else None
     shares = deal(d.size, instances, costs)
@@ -250,7 +264,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
             job_id,
             shares[box.name],
             box,
-            after,
+            sshafter.requirements(after, parents, box.name),
             deploy,
             outputs_of(script),
             settings=settings,
