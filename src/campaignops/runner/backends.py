@@ -83,7 +83,7 @@ def _module(backend: Backend) -> Callable[[Path, str], Backend]:
 MODULES: Mapping[str, Callable[[Path, str], Backend]] = {
     "slurm": _module(slurm),
     "pbs": _module(pbs),
-    "local": lambda root, name: local.LocalBackend(root),
+    "local": local.LocalBackend,
     "ssh": sshbox.SshBackend,
 }
 
