@@ -35,10 +35,10 @@ gpus: [0, 1]
 resources: {time: "00:05:00"}
 jobs:
   - id: a
-    cmd: bash scripts/gpu.sh a
+    cmd: bash scripts/gpu.v1.sh a
     output: ${CAMPAIGN_OUT}/a
   - id: b
-    cmd: bash scripts/gpu.sh b
+    cmd: bash scripts/gpu.v1.sh b
     output: ${CAMPAIGN_OUT}/b
 """
 GPU_SH = """\
@@ -60,7 +60,7 @@ gpu_free_threshold_mib: 800
 resources: {time: "00:05:00"}
 jobs:
   - id: flaky
-    cmd: bash scripts/flaky.sh
+    cmd: bash scripts/flaky.v1.sh
     output: ${CAMPAIGN_OUT}/flaky
 """
 FLAKY_SH = """\
@@ -101,9 +101,9 @@ def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no
     monkeypatch.chdir(root)
     for rel, text in {
         "manifests/pair.yaml": PAIR,
-        "scripts/gpu.sh": GPU_SH,
+        "scripts/gpu.v1.sh": GPU_SH,
         "manifests/flaky.yaml": FLAKY,
-        "scripts/flaky.sh": FLAKY_SH,
+        "scripts/flaky.v1.sh": FLAKY_SH,
         "manifests/nap.yaml": NAP,
     }.items():
         (root / rel).write_text(text)
@@ -209,3 +209,43 @@ def test_cancel_stops_a_running_gpu_task(camp: Path, run) -> None:  # type: igno
     job = wait_for("CANCELLED", lambda: (j := refreshed(run, camp)).state == "CANCELLED" and j)
     assert job.state == "CANCELLED"
     assert box_state(camp, job_id)["tasks"]["0"]["state"] == "CANCELLED"
+
+
+COUNTED = """\
+backend: local
+gpus: 1
+conda_hook: /nonexistent/conda.sh
+resources: {time: "00:05:00"}
+jobs:
+  - id: counted
+    cmd: mkdir -p "$CAMPAIGN_OUT" && echo "${CUDA_VISIBLE_DEVICES:-none}" > "$CAMPAIGN_OUT/counted"
+    output: ${CAMPAIGN_OUT}/counted
+"""
+
+
+def test_the_local_page_lists_the_gpus_a_counted_manifest_gets(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/counted.yaml").write_text(
+        COUNTED.replace("conda_hook: /nonexistent/conda.sh\n", "")
+    )
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a manifest that counts its GPUs")
+    # Without a GPU list on the page, a count is a plain local job (localexec).
+    assert run("submit", "manifests/counted.yaml", "--stage", "smoke").code == 0
+    plain = wait_for("done", lambda: (j := refreshed(run, camp)).state == "COMPLETED" and j)
+    assert not localbox.is_box_id(str(plain.job_id))
+    assert (camp / "runs/smoke/counted").read_text() == "none\n"
+    page = camp / "backends/local.md"
+    page.write_text(page.read_text().replace("kind: local\n", "kind: local\ngpus: [2, 3]\n", 1))
+    (camp / "manifests/counted.yaml").write_text(COUNTED)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "this workstation's GPUs are 2 and 3")
+    checked = run("check")
+    assert checked.code == 0, checked.out + checked.err  # the page's list and conda_hook pass
+    sub = run("submit", "manifests/counted.yaml", "--stage", "smoke")
+    assert sub.code == 0, sub.out + sub.err
+    job = ledger.read(camp).jobs[-1]
+    assert localbox.is_box_id(str(job.job_id))
+    doc = json.loads((camp / ".campaign/local/box" / str(job.job_id) / "job.json").read_text())
+    assert doc["gpus"] == [2, 3] and doc["conda"] is None  # a hook alone activates nothing
+    wait_for("COMPLETED", lambda: refreshed(run, camp).state == "COMPLETED")
+    assert (camp / "runs/smoke/counted").read_text() == "2\n"

@@ -35,7 +35,7 @@ class NotRun:
     fix: str
 
 
-_BOX = "only the box executor runs it (an ssh backend, or the local one with a GPU list)"
+_BOX = "only a box executor runs it: an ssh backend's, or the local one's with a GPU list"
 _NO_ISSUE = "no issue plans it yet"
 # Top-level keys. Remove an entry in the change that makes the runner honour the key.
 # Those the box executor runs are findings only where the manifest's backend is not an ssh one,
@@ -106,6 +106,17 @@ def _asks_nothing(key: str, value: Any) -> bool:
     if key == "analyze_on_complete":
         return value is False
     return False
+
+
+def page_gpus(page: Mapping[str, Any] | None) -> tuple[int, ...] | None:
+    """The GPU indices a ``kind: local`` page's front matter lists (``gpus: [0, 1]``), or None
+    (no list, or GPU model names)."""
+    found = (page or {}).get("gpus")
+    if not isinstance(found, list) or not found:
+        return None
+    if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in found):
+        return None
+    return tuple(found)
 
 
 def local_box(doc: Mapping[str, Any], *, page_lists_gpus: bool) -> bool:

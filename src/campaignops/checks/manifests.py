@@ -125,7 +125,7 @@ def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
     """The ``kind: local`` backends among ``pages``, each with whether its page lists
     ``gpus:`` (manifest_keys.local_box: where a GPU list runs the box keys locally)."""
     return {
-        name: isinstance(page.get("gpus"), list) and bool(page.get("gpus"))
+        name: manifest_keys.page_gpus(page) is not None
         for name, page in pages.items()
         if page is not None and page.get("kind") == "local"
     }

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.atomic import write_atomic
+from campaignops.checks import manifest_keys
 from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError
 from campaignops.remote import boxexec
@@ -64,22 +65,12 @@ def is_box_id(job_id: str) -> bool:
     )
 
 
-def page_gpus(page: Mapping[str, Any] | None) -> tuple[int, ...] | None:
-    """The GPU indices the local page's front matter lists (``gpus: [0, 1]``), or None."""
-    found = (page or {}).get("gpus")
-    if not isinstance(found, list) or not found:
-        return None
-    if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in found):
-        return None
-    return tuple(found)
-
-
 def gpu_list(spec: JobSpec, page: Mapping[str, Any] | None) -> tuple[int, ...] | None:
     """The GPUs a local job runs on under the box executor; None: localexec runs it."""
     if spec.box.gpus:
         return spec.box.gpus
     if spec.resources.gpus:
-        return page_gpus(page)
+        return manifest_keys.page_gpus(page)
     return None
 
 
