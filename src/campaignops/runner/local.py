@@ -357,7 +357,16 @@ class LocalBackend:
         from campaignops.runner import backends, localbox  # both import this module
 
         gpus = localbox.gpu_list(spec, backends.page(self.root, self.name))
-        return render(spec) if gpus is None else localbox.render(spec, gpus)
+        if gpus is not None:
+            return localbox.render(spec, gpus)
+        ignored = [k for k in localbox.BOX_ONLY if getattr(spec.box, k) is not None]
+        if ignored:  # MAN012 passed them for a GPU request this stage or phase does not make
+            raise LocalBackendError(
+                message=f"job {spec.name!r} has no GPU list here, so localexec would run it "
+                f"and ignore {', '.join(ignored)}",
+                hint="list the GPUs in the manifest (gpus: [0, 1]), or remove those keys",
+            )
+        return render(spec)
 
     def submit_argv(self, script_path: str) -> list[str]:
         from campaignops.runner import localbox

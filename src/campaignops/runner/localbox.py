@@ -52,6 +52,8 @@ ID_PREFIX = "local-gpu-"
 BOX = "#LOCALBOX --box="  # the box keys as one JSON object (spec.BoxSettings.record)
 AFTER = "#LOCALBOX --after="
 EXECUTOR = Path(boxexec.__file__).resolve()
+# BoxSettings fields only the box executor runs (manifest_keys.BOX_KEYS): localexec ignores them.
+BOX_ONLY = ("conda", "conda_hook", "gpu_free_threshold_mib")
 
 
 def is_box_id(job_id: str) -> bool:
