@@ -249,3 +249,27 @@ def test_the_local_page_lists_the_gpus_a_counted_manifest_gets(camp: Path, run) 
     assert doc["gpus"] == [2, 3] and doc["conda"] is None  # a hook alone activates nothing
     wait_for("COMPLETED", lambda: refreshed(run, camp).state == "COMPLETED")
     assert (camp / "runs/smoke/counted").read_text() == "2\n"
+
+
+BROKEN = """\
+backend: local
+gpus: [0]
+resources: {time: "00:05:00"}
+jobs:
+  - id: broken
+    cmd: 'echo "RuntimeError: CUDA error: out of memory" >&2; exit 1'
+"""
+
+
+def test_diagnose_reads_a_failed_gpu_tasks_log(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/broken.yaml").write_text(BROKEN)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a task that fails with a CUDA OOM, no retry")
+    assert run("submit", "manifests/broken.yaml", "--stage", "smoke").code == 0
+    job = wait_for("FAILED", lambda: (j := refreshed(run, camp)).state == "FAILED" and j)
+    found = run("diagnose", str(job.job_id), "--format", "json")
+    doc = json.loads(found.out)
+    assert (doc["category"], doc["entry"]) == ("oom-gpu", "cuda-error-oom"), found.out
+    # The log is where the local backend's log_path says (no task index for a single task).
+    assert doc["log"] == f"logs/demo.broken.smoke-{job.job_id}.out" and doc["log_read"]
+    assert doc["matches"][0]["text"] == "RuntimeError: CUDA error: out of memory"
