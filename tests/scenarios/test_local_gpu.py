@@ -176,6 +176,9 @@ def test_a_busy_gpu_holds_the_task_pending_with_the_reason(camp: Path, run) -> N
     job = refreshed(run, camp)
     assert job.state == "PENDING", job.record
     assert job.task("a").reason == why  # type: ignore[union-attr]
+    # The no_sibling gate sees the waiting GPU job: a second submission is refused.
+    again = run("submit", "manifests/pair.yaml", "--stage", "smoke")
+    assert again.code != 0 and job_id in again.out + again.err, again.out + again.err
     set_gpus(camp, used={"1": 9000})  # GPU 0 comes free: `a` takes it, `b` is held back
     held = "no GPU below 500 MiB (0: held by a task; 1: 9000 MiB used)"
     wait_for("b held", lambda: box_state(camp, job_id)["tasks"]["1"]["reason"] == held)

@@ -26,6 +26,7 @@ The job directory is the box's (``job.json``, ``script.sh``, ``state.json``, rec
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -214,7 +215,10 @@ def status(root: Path, ids: Sequence[str]) -> dict[str, Any]:
         if not is_box_id(job_id):
             continue
         if seen.get("state") not in FINISHED and seen.get("tasks") and not seen["executor_alive"]:
-            _start(root / job_id)  # resumes from its state file (a reboot, a kill -9)
+            # It resumes from its state file (a reboot, a kill -9), with this call's
+            # environment; one that will not start is tried again at the next refresh.
+            with contextlib.suppress(CampaignError):
+                _start(root / job_id)
         job = boxexec.read_json(root / job_id / "job.json") or {}
         text = {k: job.get(k) for k in ("name", "comment", "submitted")}
         jobs.append({"job_id": job_id, **text, "tasks": seen.get("tasks") or {}})
