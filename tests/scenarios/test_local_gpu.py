@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -276,3 +277,42 @@ def test_diagnose_reads_a_failed_gpu_tasks_log(camp: Path, run) -> None:  # type
     # The log is where the local backend's log_path says (no task index for a single task).
     assert doc["log"] == f"logs/demo.broken.smoke-{job.job_id}.out" and doc["log_read"]
     assert doc["matches"][0]["text"] == "RuntimeError: CUDA error: out of memory"
+
+
+GATED = """\
+backend: local
+gpus: [0]
+resources: {time: "00:05:00"}
+jobs:
+  - id: gated
+    cmd: >-
+      mkdir -p "$CAMPAIGN_OUT" && echo started >> "$CAMPAIGN_OUT/runs" &&
+      until [ -e gate ]; do sleep 0.1; done && echo done > "$CAMPAIGN_OUT/gated"
+    output: ${CAMPAIGN_OUT}/gated
+"""
+
+
+def test_a_killed_executor_is_started_again_and_adopts_its_running_task(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/gated.yaml").write_text(GATED)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a task that waits for a gate file")
+    assert run("submit", "manifests/gated.yaml", "--stage", "smoke").code == 0
+    job_id = str(ledger.read(camp).jobs[-1].job_id)
+    wait_for("RUNNING", lambda: box_state(camp, job_id)["tasks"]["0"]["state"] == "RUNNING")
+    first = box_state(camp, job_id)["executor"]["pid"]
+    os.kill(first, signal.SIGKILL)  # a reboot's or an OOM killer's end: no chance to clean up
+    wait_for(
+        "the executor gone",
+        lambda: (
+            not Path(f"/proc/{first}").exists()
+            or "zombie" in Path(f"/proc/{first}/status").read_text().lower()
+        ),
+    )
+    job = refreshed(run, camp)  # finds no executor: starts one, which adopts the task
+    assert job.state == "RUNNING", job.record
+    wait_for("a new executor", lambda: box_state(camp, job_id)["executor"]["pid"] != first)
+    (camp / "gate").touch()
+    done = wait_for("COMPLETED", lambda: (j := refreshed(run, camp)).state == "COMPLETED" and j)
+    assert done.state == "COMPLETED"
+    assert box_state(camp, job_id)["tasks"]["0"]["attempts"] == 1  # adopted, never run again
+    assert (camp / "runs/smoke/runs").read_text() == "started\n"
