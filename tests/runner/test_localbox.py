@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from campaignops.checks import manifest_keys
-from campaignops.runner import local, localbox
+from campaignops.runner import local, localbackend, localbox
 from campaignops.runner.spec import BoxSettings, JobSpec, Resources
 
 SPEC = JobSpec(
@@ -65,11 +65,11 @@ exit "$campaign_status"
 """
 
 
-def backend(tmp_path: Path, page: str | None = None) -> local.LocalBackend:
+def backend(tmp_path: Path, page: str | None = None) -> localbackend.LocalBackend:
     if page is not None:
         (tmp_path / "backends").mkdir()
         (tmp_path / "backends/local.md").write_text(page)
-    return local.LocalBackend(tmp_path)
+    return localbackend.LocalBackend(tmp_path)
 
 
 def test_a_gpu_list_renders_the_box_executors_script_in_full(tmp_path: Path) -> None:
