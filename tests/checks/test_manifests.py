@@ -88,7 +88,11 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
 ) -> None:  # type: ignore[no-untyped-def]
     # The seed's manifest passes the schema unchanged (no MAN001), but every key the runner
     # would silently ignore is a finding at that key, naming what happens instead and when.
-    rel = write(campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: local\ncwd:", 1))
+    # On a scheduler (generic-slurm) the box keys are not run; on local, with its GPU list, they
+    # are (test_on_local_with_a_gpu_list_the_box_keys_are_run).
+    rel = write(
+        campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: generic-slurm\ncwd:", 1)
+    )
     result = man(run, rel)
     assert result.where() == [
         (rel, 3, "MAN012"),  # cwd
@@ -102,7 +106,8 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
     by_line = {f["line"]: f for f in result.json()["findings"]}
     assert by_line[4]["message"] == (
         "conda is accepted but the runner does not run it: no conda environment is activated "
-        "on a scheduler or this machine (only an ssh backend's box executor runs it)"
+        "on a scheduler or this machine (only a box executor runs it: an ssh backend's, or the "
+        "local one's with a GPU list)"
     )
     assert by_line[4]["hint"] == (
         "set backend: to an ssh backend, or activate it in the command (conda run -n ENV …); "
@@ -116,6 +121,21 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
         "wikitext103.pt' has {N}, a per-job placeholder: the runner checks preconditions as "
         "written, once before each task"
     )
+
+
+def test_on_local_with_a_gpu_list_the_box_keys_are_run(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # The local backend runs a manifest with a GPU list under the box executor (localbox).
+    rel = write(campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: local\ncwd:", 1))
+    assert man(run, rel).where() == [(rel, 3, "MAN012"), (rel, 6, "MAN012"), (rel, 13, "MAN013")]
+    # A count (gpus: 2) runs there only when the local page lists the machine's GPUs.
+    counted = SEED_MANIFEST.replace("cwd:", "backend: local\ncwd:", 1).replace(
+        "gpus: [0, 1, 2, 3, 4, 5, 6, 7]", "gpus: 2"
+    )
+    rel = write(campaign, "seed.yaml", counted)
+    assert (rel, 4, "MAN012") in man(run, rel).where()
+    page = campaign / "backends/local.md"
+    page.write_text(page.read_text().replace("kind: local\n", "kind: local\ngpus: [0, 1]\n", 1))
+    assert man(run, rel).where() == [(rel, 3, "MAN012"), (rel, 6, "MAN012"), (rel, 13, "MAN013")]
 
 
 def test_on_an_ssh_backend_the_box_keys_are_run_and_not_reported(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]

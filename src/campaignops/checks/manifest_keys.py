@@ -35,10 +35,11 @@ class NotRun:
     fix: str
 
 
-_BOX = "only an ssh backend's box executor runs it"
+_BOX = "only a box executor runs it: an ssh backend's, or the local one's with a GPU list"
 _NO_ISSUE = "no issue plans it yet"
 # Top-level keys. Remove an entry in the change that makes the runner honour the key.
-# Those the box executor runs are findings only where the manifest's backend is not an ssh one.
+# Those the box executor runs are findings only where the manifest's backend is not an ssh one,
+# nor the local one running it with a GPU list (local_box).
 BOX_KEYS = frozenset({"conda", "conda_hook", "gpu_free_threshold_mib"})
 NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
     {
@@ -105,6 +106,33 @@ def _asks_nothing(key: str, value: Any) -> bool:
     if key == "analyze_on_complete":
         return value is False
     return False
+
+
+def page_gpus(page: Mapping[str, Any] | None) -> tuple[int, ...] | None:
+    """The GPU indices a ``kind: local`` page's front matter lists (``gpus: [0, 1]``), or None
+    (no list, or GPU model names)."""
+    found = (page or {}).get("gpus")
+    if not isinstance(found, list) or not found:
+        return None
+    if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in found):
+        return None
+    return tuple(found)
+
+
+def local_box(doc: Mapping[str, Any], *, page_lists_gpus: bool) -> bool:
+    """Whether the local backend runs this manifest under the box executor, which runs
+    BOX_KEYS (campaignops.runner.localbox.gpu_list, as seen before planning): the manifest
+    lists GPUs (``gpus: [0, 1]``), or the local page lists them and the manifest asks for GPUs
+    at its top level (``gpus: N`` or ``resources.gpus``). GPUs asked for only by a phase or by
+    smoke resources do not count here: the key is then refused though it might run."""
+    gpus = doc.get("gpus")
+    if isinstance(gpus, list) and gpus:
+        return True
+    if not page_lists_gpus:
+        return False
+    resources = doc.get("resources")
+    asked = resources.get("gpus") if isinstance(resources, Mapping) else None
+    return any(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (gpus, asked))
 
 
 def not_run(doc: Mapping[str, Any], *, on_box: bool = False) -> Iterator[tuple[Where, str, NotRun]]:

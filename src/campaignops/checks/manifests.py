@@ -98,10 +98,9 @@ ID_FIX = "change the id (for a grid: template.id or the grid values) to one word
 OPTION_FIX = "each key becomes --key on the command line: rename it"
 
 
-def box_backends(ctx: CheckContext) -> frozenset[str]:
-    """The authorized backends whose page says ``kind: ssh``: their box executor runs the
-    experiment-queue keys a scheduler does not (manifest_keys.BOX_KEYS)."""
-    found = set()
+def _pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
+    """The authorized backends' page front matter (pages that cannot be read are left out)."""
+    found: dict[str, Mapping[str, Any]] = {}
     for name in ctx.policy.backends:
         page = f"backends/{name}.md"
         # A missing page is POLICY's finding; reading it here would report it a second time.
@@ -111,21 +110,40 @@ def box_backends(ctx: CheckContext) -> frozenset[str]:
             data = yamldoc.load(fm.text, path=f"backends/{name}.md") if fm else None
         except CampaignError:
             continue  # the page's own check reports it
-        if isinstance(data, Mapping) and data.get("kind") == "ssh":
-            found.add(name)
-    return frozenset(found)
+        if isinstance(data, Mapping):
+            found[name] = data
+    return found
+
+
+def box_backends(ctx: CheckContext) -> frozenset[str]:
+    """The authorized backends whose page says ``kind: ssh``: their box executor runs the
+    experiment-queue keys a scheduler does not (manifest_keys.BOX_KEYS)."""
+    return frozenset(n for n, p in _pages(ctx).items() if p.get("kind") == "ssh")
+
+
+def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
+    """The ``kind: local`` backends among ``pages``, each with whether its page lists
+    ``gpus:`` (manifest_keys.local_box: where a GPU list runs the box keys locally)."""
+    return {
+        name: manifest_keys.page_gpus(page) is not None
+        for name, page in pages.items()
+        if page is not None and page.get("kind") == "local"
+    }
 
 
 def check(ctx: CheckContext) -> Iterator[Finding]:
     authorized = set(ctx.policy.backends) if ctx.policy.found else None
     boxes = box_backends(ctx) if ctx.policy.found else frozenset()
+    hosts = gpu_hosts(_pages(ctx)) if ctx.policy.found else {}
     for rel, data, syntax in ctx.yamls("manifests"):
         if syntax is not None:
             yield CODES["MAN008"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
             continue
         text = ctx.reader.read_text(rel) or ""
         loc = Locator(text)
-        findings = list(check_document(rel, data, loc, authorized=authorized, boxes=boxes))
+        findings = list(
+            check_document(rel, data, loc, authorized=authorized, boxes=boxes, hosts=hosts)
+        )
         yield from findings
         queue = data.get("queue") if isinstance(data, Mapping) else None
         if not findings and isinstance(queue, str) and not ctx.reader.is_file(queue):
@@ -143,6 +161,7 @@ def check_document(
     authorized: set[str] | None,
     boxes: frozenset[str] = frozenset(),
     backend: str | None = None,
+    hosts: Mapping[str, bool] | None = None,
 ) -> Iterator[Finding]:
     """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one."""
     errors = list(schema.validate(schema.MANIFEST, doc))
@@ -162,7 +181,12 @@ def check_document(
     yield from _phases(rel, doc, loc)
     yield from _queue(rel, doc, loc)
     # ``backend``: where the job goes (submit's --backend); else the manifest's own.
-    yield from _keys(rel, doc, loc, on_box=(backend or doc.get("backend")) in boxes)
+    # ``hosts``: local backends, each with whether its page lists GPUs (gpu_hosts).
+    where, hosts = backend or doc.get("backend"), hosts or {}
+    on_box = where in boxes or (
+        where in hosts and manifest_keys.local_box(doc, page_lists_gpus=hosts[where])
+    )
+    yield from _keys(rel, doc, loc, on_box=on_box)
     yield from _arg_keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)

@@ -9,7 +9,7 @@ Everything a scheduler does its own way lives in its module: the script it takes
 and its answers read, how an array's task states fold into a job state, its cancel command and
 its task ids, where a task's log goes, which of its errors are worth a retry. The slurm and pbs
 modules are the interface themselves (mypy checks each against ``Backend`` below); the local
-backend is ``local.LocalBackend``, which fills in the checkout's state directory, and the ssh
+backend is ``localbackend.LocalBackend``, which fills in the checkout's state directory, and the ssh
 backend ``sshbox.SshBackend``, which also knows its page's name (the page lists the instances). Adding a
 backend is one module and one line in ``MODULES``.
 """
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from campaignops import views
 from campaignops.errors import InputError, UsageError
-from campaignops.runner import local, pbs, scheduler, slurm, sshbox
+from campaignops.runner import localbackend, pbs, scheduler, slurm, sshbox
 from campaignops.runner.spec import JobSpec, JobState
 
 Run = scheduler.Runs
@@ -83,7 +83,7 @@ def _module(backend: Backend) -> Callable[[Path, str], Backend]:
 MODULES: Mapping[str, Callable[[Path, str], Backend]] = {
     "slurm": _module(slurm),
     "pbs": _module(pbs),
-    "local": lambda root, name: local.LocalBackend(root),
+    "local": localbackend.LocalBackend,
     "ssh": sshbox.SshBackend,
 }
 

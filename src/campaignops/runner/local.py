@@ -41,14 +41,13 @@ import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from campaignops import walltime
 from campaignops.errors import CampaignError
 from campaignops.runner import scheduler, script
-from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState, live
+from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
 from campaignops.runner.spec import worst as spec_worst
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
@@ -321,55 +320,9 @@ def parse_siblings(stdout: str) -> tuple[JobState, ...]:
     return tuple(_records(stdout))
 
 
-# --- the backend the runner calls (runner.backends.Backend) -------------------------------
+# --- the backend the runner calls: campaignops.runner.localbackend.LocalBackend -----------
 
 # Errors worth retrying: none of its own (the executor is a local process).
 TRANSIENT = scheduler.transient()
 PARTIAL_ANSWER: frozenset[int] = frozenset()
 NAME = "local"
-
-
-class LocalBackend:
-    """The local backend for one campaign checkout: the module's functions with its state root
-    (``.campaign/local/``) filled in. Checked against runner.backends.Backend by mypy."""
-
-    NAME = NAME
-    TRANSIENT = TRANSIENT
-    PARTIAL_ANSWER = PARTIAL_ANSWER
-
-    def __init__(self, root: Path) -> None:
-        self.state = str(root / STATE_DIR)
-
-    def render(self, spec: JobSpec) -> str:
-        return render(spec)
-
-    def submit_argv(self, script_path: str) -> list[str]:
-        return submit_argv(script_path, state_root=self.state)
-
-    def parse_job_id(self, stdout: str) -> str:
-        return parse_job_id(stdout)
-
-    def query_argvs(self, job_ids: Sequence[str]) -> list[list[str]]:
-        return query_argvs(job_ids, state_root=self.state)
-
-    def parse_states(self, outputs: Sequence[str]) -> dict[str, JobState]:
-        return parse_states(outputs)
-
-    def sibling_argv(self, names: Sequence[str]) -> list[str]:
-        return sibling_argv(names, state_root=self.state)
-
-    def parse_live(self, stdout: str) -> tuple[JobState, ...]:
-        return live(parse_siblings(stdout))
-
-    def lookup(self, names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
-        argv = sibling_argv(names, state_root=self.state, include_finished=True)
-        return {j.job_id: j for j in parse_siblings(call(argv).stdout)}
-
-    def cancel_argv(self, job_ids: Sequence[str]) -> list[str]:
-        return cancel_argv(job_ids, state_root=self.state)
-
-    def task_id(self, job_id: str, index: int) -> str:
-        return task_id(job_id, index)
-
-    def log_path(self, job_id: str, *, name: str, index: int | None) -> str:
-        return log_path(job_id, name=name, index=index)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from campaignops import ledger
+from campaignops.runner import localbox
 
 OOM = "OUT_OF_MEMORY"
 
@@ -78,7 +79,9 @@ def pending(
     groups: dict[tuple[str, str, str, int], tuple[list[str], set[str], dt.datetime]] = {}
     for (where, stage, target), job in latest.items():
         task = job.task(target)
-        if task is None or task.state != OOM or on_box(job.backend or ""):
+        # A local GPU job (localbox: the box executor on this machine) also had them there.
+        boxed = on_box(job.backend or "") or localbox.is_box_id(job.job_id or "")
+        if task is None or task.state != OOM or boxed:
             continue
         if where not in policies:
             policies[where] = policy_of(manifest(where))

@@ -201,6 +201,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             authorized=set(policy.backends),
             boxes=boxes,
             backend=name,
+            hosts=man_checks.gpu_hosts({name: page}),
         )
     )
     if problems:
