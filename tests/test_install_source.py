@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,31 @@ def test_from_installation(
 
     monkeypatch.setattr(metadata, "distribution", lambda name: _Dist(direct_url))
     assert install_source.from_installation(version="0.1.0") == wanted
+
+
+def test_an_editable_checkout_of_a_shared_repository_pins_its_commit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from importlib import metadata
+
+    checkout = tmp_path / "campaignops"
+    checkout.mkdir()
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run(
+        ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@e.org", "commit",
+         "-q", "--allow-empty", "-m", "c"],
+        check=True,
+    )  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    editable = {"url": checkout.as_uri(), "dir_info": {"editable": True}}
+    monkeypatch.setattr(metadata, "distribution", lambda name: _Dist(editable))
+    # No origin: a repository on this machine only.
+    assert install_source.from_installation(version="0.1.0") == "campaignops==0.1.0"
+    url = "https://github.com/org/campaignops.git"
+    subprocess.run(["git", "-C", str(checkout), "remote", "add", "origin", url], check=True)
+    assert install_source.from_installation(version="0.1.0") == (f"campaignops @ git+{url}@{head}")
 
 
 # --- campaign new ------------------------------------------------------------------------------

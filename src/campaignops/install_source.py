@@ -67,8 +67,10 @@ def from_installation(version: str = __version__) -> str:
     """The requirement that reproduces this installation, when it can be reproduced elsewhere.
 
     pip records a VCS install's URL and commit in ``direct_url.json`` (PEP 610): a campaign made
-    by a tool installed from a shared repository pins that commit. A local checkout or an
-    editable install is not reachable from CI, so those give the release of the same version.
+    by a tool installed from a shared repository pins that commit; so does one made by an
+    editable install of a git checkout whose ``origin`` is shared (https or ssh). Anything
+    else (a repository on this machine only) is not reachable from CI: the release of the same
+    version.
     """
     from importlib import metadata
 
@@ -87,7 +89,34 @@ def from_installation(version: str = __version__) -> str:
         candidate = f"{NAME} @ git+{url}@{vcs['commit_id']}"
         if not answers_mod.validate_one("campaignops_requirement", candidate):
             return candidate
+    dir_info = info.get("dir_info") if isinstance(info, dict) else None
+    if isinstance(dir_info, dict) and dir_info.get("editable") and url.startswith("file://"):
+        pinned = _checkout(Path(urlsplit(url).path))
+        if pinned is not None:
+            return pinned
     return released(version)
+
+
+def _checkout(path: Path) -> str | None:
+    """An editable install from a git checkout of a shared repository (a clone of GitHub's, say):
+    that repository at the checkout's commit, which CI can fetch once it is pushed. None for a
+    checkout without a shared ``origin`` (CI could not reach it)."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    origin, commit = git("remote", "get-url", "origin"), git("rev-parse", "HEAD")
+    if not origin or not commit or urlsplit(origin).scheme not in ("https", "http", "ssh"):
+        return None
+    candidate = f"{NAME} @ git+{origin}@{commit}"
+    return None if answers_mod.validate_one("campaignops_requirement", candidate) else candidate
 
 
 def check(requirement: str, *, given: str = "campaignops_requirement") -> str:
