@@ -46,7 +46,9 @@ def test_an_oom_task_is_retried_after_its_delay_and_then_completes(camp, run) ->
     life = Life(root=camp, backend="local", run=run)
     life.write("manifests/hungry.yaml", HUNGRY.replace("MAX", "2").replace("ALWAYS", "False"))
     assert life.submit("manifests/hungry.yaml", "smoke").code == 0
-    first = life.wait()
+    # Wait for THIS job: the refresh that records its OUT_OF_MEMORY may submit the retry at
+    # once (delay 1 s, a loaded machine), and the newest job is then the retry.
+    first = life.wait(life.jobs()[-1].ledger_id)
     task = first.task("hungry")
     assert task is not None and (task.state, task.exit_code) == ("OUT_OF_MEMORY", 137)
     assert (

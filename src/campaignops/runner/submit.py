@@ -168,6 +168,17 @@ class Ask:
     failed: bool = False  # only the targets whose latest attempt at the stage failed
 
 
+def _page_if_named(root: Path, policy: policy_mod.Policy, name: object) -> dict[str, Any] | None:
+    """The page of an authorized backend ``name``, or None (not a name, not authorized, or a
+    page that cannot be read: the gates after the MAN check say why)."""
+    if not isinstance(name, str) or name not in policy.backends:
+        return None
+    try:
+        return backends.page(root, backends.checked_name(name))
+    except CampaignError:
+        return None
+
+
 def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
     """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
     manifest, stage, targets, backend = ask.manifest, ask.stage, ask.targets, ask.backend
@@ -183,16 +194,13 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             "scripts/run_one.v1.sh' (manifests/example-queue.yaml is one), commit, submit that",
         )
     text, doc = _yaml(root, manifest)
-    name = (
-        backend
-        or doc.get("backend")
-        or (policy.smoke_backend if stage == "smoke" else None)
-        or (policy.backends[0] if policy.backends else "local")
-    )
-    page_rel = backends.page_path(name)
-    page = backends.page(root, name) if name in policy.backends else None
-    # The box keys (conda, gpu_free_threshold_mib …) are run where the job goes to a box.
-    boxes = frozenset({name}) if backends.module_for(page) == "ssh" else frozenset()
+    # Where the job would go, for the MAN check only (the box keys run on a box): the manifest
+    # is not validated yet, so a backend it names that is no usable name is simply not a box.
+    going = backend or (doc.get("backend") if isinstance(doc, Mapping) else None)
+    going = going or (policy.smoke_backend if stage == "smoke" else None)
+    going = going or (policy.backends[0] if policy.backends else "local")
+    going_page = _page_if_named(root, policy, going)
+    boxes = frozenset({going}) if backends.module_for(going_page) == "ssh" else frozenset()
     problems = list(
         man_checks.check_document(
             manifest,
@@ -200,8 +208,8 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             yamldoc.Locator(text),
             authorized=set(policy.backends),
             boxes=boxes,
-            backend=name,
-            hosts=man_checks.gpu_hosts({name: page}),
+            backend=going if isinstance(going, str) else None,
+            hosts=man_checks.gpu_hosts({going: going_page}) if isinstance(going, str) else {},
         )
     )
     if problems:
@@ -210,6 +218,14 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             message=f"{manifest}:{first.line}:{first.col}: {first.id} {first.message}",
             hint="fix the manifest first: campaign check " + manifest,
         )
+    name = (
+        backend
+        or doc.get("backend")
+        or (policy.smoke_backend if stage == "smoke" else None)
+        or (policy.backends[0] if policy.backends else "local")
+    )
+    page_rel = backends.page_path(name)
+    page = backends.page(root, name) if name in policy.backends else None
     # An unlisted backend or a missing page is the authorized gate's refusal, even under
     # --dry-run: with no backend there is no script to show.
     gates.require((gates.authorized(name, policy=policy, page=page),))
