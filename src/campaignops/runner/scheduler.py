@@ -141,7 +141,8 @@ def call(
         if not retryable.search(last) and proc.returncode != 124:
             raise SchedulerRejected(
                 message=f"{' '.join(argv[:2])} refused: {last or f'exit {proc.returncode}'}",
-                hint="fix the request (partition, account, limits) per the backend page",
+                hint="fix the request per the backend page: partition, account and limits on "
+                "a scheduler; the instances' host, port, key and workdir on SSH boxes",
             )
         if attempt < attempts:
             sleep(base_delay * 2 ** (attempt - 1))
