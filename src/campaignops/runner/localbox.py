@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
-import secrets
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -43,7 +41,7 @@ from campaignops.checks import manifest_keys
 from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError
 from campaignops.remote import boxexec
-from campaignops.runner import local, localjobs, localstate, sshsubmit
+from campaignops.runner import jobids, local, localjobs, localstate, sshsubmit
 from campaignops.runner.spec import FINISHED, JobSpec
 from campaignops.runner.sshinstances import Instance
 
@@ -121,25 +119,6 @@ def settings_of(script: str) -> dict[str, Any]:
     return found
 
 
-def _allocate(root: Path) -> str:
-    """The next id (a counter under flock, plus 24 random bits, as localexec's ids)."""
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / ".next-id", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-        used = [int(p.name.split("-")[2]) for p in root.iterdir() if is_box_id(p.name)]
-        n = max(int(text) if text.isdigit() else 1, max(used, default=0) + 1)
-        job_id = f"{ID_PREFIX}{n}-{secrets.token_hex(3)}"
-        (root / job_id).mkdir()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
-        os.fsync(fd)
-        return job_id
-    finally:
-        os.close(fd)
-
-
 def _start(jobdir: Path) -> dict[str, Any]:
     # No ssh session to outlive here: a new session (as localexec's) unless the user asks tmux.
     env = dict(os.environ)
@@ -185,7 +164,12 @@ def submit(root: Path, script_path: Path, *, backend: str = "local") -> str:
         if settings.get("oom_attempts")
         else ()
     )
-    job_id = _allocate(root)
+    job_id = jobids.allocate(
+        root,
+        prefix=ID_PREFIX,
+        used=lambda: (int(p.name.split("-")[2]) for p in root.iterdir() if is_box_id(p.name)),
+        make_dir=True,
+    )
     jobdir = root / job_id
     here = Instance(name="local", host="localhost", workdir=str(checkout))
     doc = sshsubmit.job_document(

@@ -12,10 +12,8 @@ campaignops.runner.localstate.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.atomic import write_atomic
+from campaignops.runner import jobids
 from campaignops.runner.local import (
     EXECUTOR,
     JOB_ID,
@@ -64,25 +63,6 @@ def killpg(pgid: int | None, sig: int) -> None:
 # --- submit ------------------------------------------------------------------------------------
 
 
-def _allocate(root: Path) -> str:
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / ".next-id", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-        # A counter that was lost or reset must never hand out a used number.
-        used = max(map(job_number, list_jobs(root)), default=0)
-        n = max(int(text) if text.isdigit() else 1, used + 1)
-        job_id = f"local-{n}-{secrets.token_hex(3)}"
-        (root / job_id).mkdir()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
-        os.fsync(fd)
-        return job_id
-    finally:
-        os.close(fd)
-
-
 def submit(root: Path, script: Path) -> str:
     text = script.read_text(encoding="utf-8")
     directives = parse_directives(text)
@@ -92,7 +72,9 @@ def submit(root: Path, script: Path) -> str:
             message=f"job dependency problem: no local job {', '.join(unknown)}",
             hint=f"afterok takes ids of jobs under {root}",
         )
-    job_id = _allocate(root)
+    job_id = jobids.allocate(
+        root, prefix="local-", used=lambda: map(job_number, list_jobs(root)), make_dir=True
+    )
     job_dir = root / job_id
     write_atomic(job_dir / "script.sh", text.encode("utf-8"))
     job: Json = {"job_id": job_id, "name": directives.name, "comment": directives.comment}

@@ -21,11 +21,8 @@ with nothing started. It writes the placement to ``.campaign/ssh/<backend>/<id>.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
-import os
 import re
-import secrets
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -37,7 +34,7 @@ from campaignops import splitting
 from campaignops.atomic import write_atomic
 from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError
-from campaignops.runner import backends, local, sshafter, sshlink
+from campaignops.runner import backends, jobids, local, sshafter, sshlink
 from campaignops.runner.spec import TASK_INDEX
 from campaignops.runner.sshbox import (
     DEPLOY_MARK,
@@ -59,24 +56,6 @@ def now() -> str:
 
 def state_dir(root: Path, backend: str) -> Path:
     return root / STATE_DIR / backends.checked_name(backend)
-
-
-def allocate(state: Path) -> str:
-    """The next job id of this checkout (a counter under flock, plus 24 random bits so two
-    clones never hand out the same id into one ledger)."""
-    state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state / ".next-id", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        text = os.pread(fd, 32, 0).decode("ascii").strip()
-        used = [int(m[1]) for p in state.glob("ssh-*.json") if (m := JOB_ID.fullmatch(p.stem))]
-        n = max(int(text) if text.isdigit() else 1, max(used, default=0) + 1)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{n + 1}\n".encode("ascii"), 0)
-        os.fsync(fd)
-        return f"ssh-{n}-{secrets.token_hex(3)}"
-    finally:
-        os.close(fd)
 
 
 def deal(
@@ -255,7 +234,14 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
         answer = sshlink.call(box, sshlink.deploy_command(target), stdin=tree)
         sshlink.checked(answer, box, f"deploying {commit[:12]} to {target}")
     state = state_dir(root, backend)
-    job_id = allocate(state)
+    job_id = jobids.allocate(
+        state,
+        prefix="ssh-",
+        used=lambda: (
+            int(m[1]) for p in state.glob("ssh-*.json") if (m := JOB_ID.fullmatch(p.stem))
+        ),
+        make_dir=False,
+    )
     placed: list[dict[str, Any]] = []
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
