@@ -126,6 +126,8 @@ def test_an_error_the_catalog_does_not_know_is_unknown_and_signed_by_its_line(li
     assert task.signature == "FAILED:1 ValueError: shape (<n>, <n>) vs (<n>, <n>)"
     told = json.loads(life.run("diagnose", job_id, "--format", "json").out)
     assert (told["category"], told["entry"], told["matches"]) == (None, None, [])
+    # Where the campaign's own entry goes: its own catalog, never the template-owned one.
+    assert "add an entry to failures.local.yaml" in life.run("diagnose", job_id).out
     assert told["lesson"].endswith(" · new")
     # The lesson names the error as printed, not its masked signature.
     assert told["last_error"]["text"] == "ValueError: shape (3, 4) vs (4, 5)"

@@ -239,8 +239,8 @@ def as_text(report: Report) -> str:
             lines.append(f"  line {found.last_error.number}: {found.last_error.text[:160]}")
         lines.append(f"signature {found.signature}")
         lines.append(
-            "next      read the log; once understood, add an entry to failures.yaml "
-            "(docs/formats.md, The failure catalog)"
+            "next      read the log; once understood, add an entry to failures.local.yaml, "
+            "the campaign's own catalog (failures.yaml is the template's: docs/formats.md)"
         )
     lines.append(f"lesson    {report.lesson}")
     lines.append(f"  append it with: {report.lesson_command}")
