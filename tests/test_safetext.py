@@ -164,3 +164,52 @@ def test_file_names_with_newlines_are_possible_here(tmp_path: Path) -> None:
     target = tmp_path / FORGED
     target.write_text("x")
     assert [p.name for p in tmp_path.iterdir()] == [FORGED]
+
+
+# A log is the task's own text (a rented box's, too): title setting, screen clearing, a CSI in
+# its 8-bit form and a workflow command, each of which a terminal or a CI runner would act on.
+HOSTILE_LOG = (
+    "\x1b]0;owned\x07title set\n"
+    "\x1b[2J\x1b[Hscreen cleared\n"
+    "\x9b31mC1 CSI\n"
+    "::error::forged annotation\n"
+    "Traceback (most recent call last):\n"
+    "RuntimeError: CUDA out of memory. ##[error]legacy command\n"
+)
+
+
+def inert(text: str) -> None:
+    """No terminal control and no workflow command survives in ``text``."""
+    for line in text.splitlines():
+        assert not any(ord(c) < 0x20 and c != "\t" for c in line), repr(line)
+        assert not any(0x7F <= ord(c) <= 0x9F for c in line), repr(line)
+        assert parse_v2(line) is None, line
+        assert "##[" not in line, line
+
+
+@pytest.mark.parametrize("last", ["RuntimeError: CUDA out of memory.", "\x1b[2Jno entry knows"])
+def test_diagnose_shows_a_hostile_log_without_its_escapes(campaign: Path, last: str) -> None:
+    log = campaign / "task.out"
+    log.write_text(HOSTILE_LOG + f"\x1b]0;owned\x07{last} ##[error]x\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "campaignops",
+            "diagnose",
+            "--log",
+            str(log),
+            "--state",
+            "FAILED",
+            "--exit-code",
+            "1",
+        ],
+        cwd=campaign,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    inert(proc.stdout)
+    assert "line 7:" in proc.stdout  # the decisive line is shown, escaped

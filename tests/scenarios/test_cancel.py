@@ -208,3 +208,30 @@ def test_the_sibling_refusal_hints_campaign_cancel(camp: Path, run) -> None:  # 
     job_id = ledger.read(camp).jobs[-1].job_id
     assert f"campaign cancel {job_id}" in second.err
     assert "localexec" not in second.err
+
+
+ESCAPES = """\
+backend: local
+resources: {time: "00:10:00"}
+jobs:
+  - id: loud
+    cmd: bash -c 'printf "\\033]0;owned\\007title\\n\\033[2Jcleared\\n::error::forged\\n"; sleep 600' loud
+"""
+
+
+def test_cancel_shows_a_log_tail_without_its_terminal_escapes(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    (camp / "manifests/loud.yaml").write_text(ESCAPES)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "loud")
+    assert run("submit", "manifests/loud.yaml", "--stage", "smoke").code == 0
+    job_id = str(ledger.read(camp).jobs[-1].job_id)
+    log = camp / f"logs/demo.loud.smoke-{job_id}.out"
+    wait_for("the task's output", lambda: log.is_file() and "forged" in log.read_text())
+    done = run("cancel", job_id)
+    assert done.code == 0, done.err
+    assert "\x1b" not in done.out and "\x07" not in done.out
+    assert done.out.splitlines()[1:4] == [
+        "   \\x1b]0;owned\\x07title",
+        "   \\x1b[2Jcleared",
+        "   \\::error::forged",  # the runner strips the indent: no workflow command either
+    ]

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
+from campaignops import layout, safetext
 from campaignops.errors import UsageError
 
 
@@ -155,7 +155,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(sources.render("stages") + "\n\n" + sources.render("jobs"), file=out)
         return 0
     for line in aligned(sources.render("jobs")):
-        print(line, file=out)
+        print(safetext.plain_line(line), file=out)  # reasons quote schedulers' and boxes' text
     from campaignops.runner import budget
 
     spent = budget.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)
@@ -191,11 +191,11 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for log in plan.logs:
         if log.tail is not None:
             task = "" if log.index is None else f", task {log.index}"
-            print(
-                f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)", file=out
-            )
+            head = f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)"
+            print(safetext.plain_line(head), file=out)
+            # A log is the task's (a box's) text: its escapes must not reach the terminal.
             for line in log.tail:
-                print(f"   {line}", file=out)
+                print(safetext.plain_line(f"   {line}"), file=out)
     waiting = [log.target for log in plan.logs if log.tail is None]
     if waiting:  # one line, not one per task: an array may hold a thousand not started yet
         print(f"== no log yet: {some(waiting)}", file=out)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import jobref, ledger, lessons
+from campaignops import jobref, ledger, lessons, safetext
 from campaignops.diagnosis import catalog as catalog_mod
 from campaignops.diagnosis import logtext
 from campaignops.diagnosis.engine import Diagnosis, diagnose
@@ -244,4 +244,5 @@ def as_text(report: Report) -> str:
         )
     lines.append(f"lesson    {report.lesson}")
     lines.append(f"  append it with: {report.lesson_command}")
-    return "\n".join(lines) + "\n"
+    # Log lines, paths and the lesson quote a task's output: no escape reaches the terminal.
+    return "".join(safetext.plain_line(line) + "\n" for line in lines)
