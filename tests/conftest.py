@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -61,15 +61,55 @@ def campaign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """``generated(NAME, *ANSWERS)``: the campaign a real ``campaign new NAME --defaults
+    --data ANSWER…`` made, once per session for each answer set (the generation is the same
+    every time; the tests *of* generation run it themselves). Never change it: copy it with
+    ``new_campaign``."""
+    made: dict[tuple[str, ...], Path] = {}
+
+    def generate(name: str, *answers: str) -> Path:
+        key = (name, *answers)
+        if key not in made:
+            where = tmp_path_factory.mktemp("generated")
+            data = [arg for answer in answers for arg in ("--data", answer)]
+            proc = subprocess.run(
+                [sys.executable, "-m", "campaignops", "new", name, "--defaults", *data],
+                cwd=where,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            assert proc.returncode == 0, proc.stderr
+            made[key] = where / name
+        return made[key]
+
+    return generate
+
+
 @pytest.fixture
-def demo(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
+def new_campaign(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Path]:
+    """``new_campaign(NAME, *ANSWERS)``: this test's own copy (git history included) of the
+    session's generated campaign, at ``tmp_path/NAME``, as the current directory."""
+
+    def copy(name: str, *answers: str) -> Path:
+        root = tmp_path / name
+        shutil.copytree(generated(name, *answers), root, symlinks=True)
+        monkeypatch.chdir(root)
+        return root
+
+    return copy
+
+
+@pytest.fixture
+def demo(new_campaign: Callable[..., Path]) -> Path:
     """A campaign from `campaign new demo --defaults` (require_pushed off), as the current
     directory: what a new user has after the README's first command."""
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
-    root = tmp_path / "demo"
-    monkeypatch.chdir(root)
-    return root
+    return new_campaign("demo", "require_pushed=no")
 
 
 @pytest.fixture

@@ -30,11 +30,8 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run("new", "wt", "--defaults", "--data", "backends=generic-slurm,local")
-    assert made.code == 0, made.err
-    root = tmp_path / "wt"
+def camp(tmp_path: Path, new_campaign, monkeypatch, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
+    root = new_campaign("wt", "backends=generic-slurm,local")
     (root / "manifests/limits.yaml").write_text(MANIFEST)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "a manifest with walltimes")

@@ -34,23 +34,10 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch) -> Path:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new",
-        "life",
-        "--defaults",
-        "--data",
-        "backends=generic-slurm,local",
-        "--data",
-        "smoke_backend=local",
-        "--data",
-        "require_pushed=no",
+def camp(new_campaign: Callable[..., Path]) -> Path:
+    return new_campaign(
+        "life", "backends=generic-slurm,local", "smoke_backend=local", "require_pushed=no"
     )
-    assert made.code == 0, made.err
-    root = tmp_path / "life"
-    monkeypatch.chdir(root)
-    return root
 
 
 @dataclass

@@ -11,7 +11,7 @@ end.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,15 +45,8 @@ charging:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new", "priced", "--defaults", "--data", "require_pushed=no",
-        "--data", "cloud_budget_usd=2.5",
-    )  # fmt: skip
-    assert made.code == 0, made.err
-    root = tmp_path / "priced"
-    monkeypatch.chdir(root)
+def camp(new_campaign: Callable[..., Path]) -> Iterator[Path]:
+    root = new_campaign("priced", "require_pushed=no", "cloud_budget_usd=2.5")
     page = root / "backends/local.md"
     text = page.read_text(encoding="utf-8")
     assert text.startswith("---\n")

@@ -49,11 +49,8 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
-    root = tmp_path / "demo"
-    monkeypatch.chdir(root)
+def camp(new_campaign: Callable[..., Path]) -> Iterator[Path]:
+    root = new_campaign("demo", "require_pushed=no")
     (root / "manifests/nap.yaml").write_text(NAP)
     (root / "manifests/pair.yaml").write_text(PAIR)
     (root / "manifests/one-at-a-time.yaml").write_text(

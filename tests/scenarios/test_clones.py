@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +23,8 @@ RECORDS = (".campaign/ledger.jsonl", "STATUS.md")
 
 
 @pytest.fixture
-def clones(tmp_path: Path, run, monkeypatch) -> Iterator[tuple[Path, Path]]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
+def clones(tmp_path: Path, new_campaign: Callable[..., Path]) -> Iterator[tuple[Path, Path]]:
+    new_campaign("demo", "require_pushed=no")
     for name in ("alice", "bob"):
         git(tmp_path, "clone", "-q", "demo", name)
     yield tmp_path / "alice", tmp_path / "bob"

@@ -87,7 +87,7 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+def camp(tmp_path: Path, new_campaign: Callable[..., Path], monkeypatch) -> Iterator[Path]:  # type: ignore[no-untyped-def]
     fakebin = tmp_path / "fakebin"
     fakebin.mkdir()
     (fakebin / "nvidia-smi").symlink_to(REPLAY)
@@ -96,10 +96,7 @@ def camp(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no
     monkeypatch.setenv("NVSMI_REPLAY_STATE", str(tmp_path / "nvsmi-state.json"))
     monkeypatch.setenv("BOXEXEC_TICK_S", "0.05")
     monkeypatch.setenv("BOXEXEC_GPU_POLL_S", "0.1")
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "demo", "--defaults", "--data", "require_pushed=no").code == 0
-    root = tmp_path / "demo"
-    monkeypatch.chdir(root)
+    root = new_campaign("demo", "require_pushed=no")
     for rel, text in {
         "manifests/pair.yaml": PAIR,
         "scripts/gpu.v1.sh": GPU_SH,

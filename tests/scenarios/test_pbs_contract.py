@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,19 +36,16 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
+def camp(
+    tmp_path: Path, new_campaign: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> Path:
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv(STATE_ENV, str(tmp_path / "pbs-server"))
     monkeypatch.setenv("PBS_CONTRACT_SERVER", SERVER)
     monkeypatch.setenv("PBS_CONTRACT_QUEUES", "debug,compute")  # the generic-pbs page's
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new", "pb", "--defaults", "--data", "backends=generic-pbs,local",
-        "--data", "smoke_backend=generic-pbs", "--data", "require_pushed=no",
-    )  # fmt: skip
-    assert made.code == 0, made.err
-    monkeypatch.chdir(tmp_path / "pb")
-    return tmp_path / "pb"
+    return new_campaign(
+        "pb", "backends=generic-pbs,local", "smoke_backend=generic-pbs", "require_pushed=no"
+    )
 
 
 def commit(root: Path, rel: str, text: str) -> str:

@@ -127,11 +127,9 @@ def test_commit_records_the_submission_whatever_the_campaigns_hooks_say(camp: Pa
 
 
 def test_a_failed_push_after_submitting_is_exit_1_with_the_job_recorded(
-    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run, new_campaign, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    assert run("new", "pushy", "--defaults", "--data", "require_pushed=yes").code == 0
-    root = tmp_path / "pushy"
+    root = new_campaign("pushy", "require_pushed=yes")
     upstream = tmp_path / "upstream.git"
     git(tmp_path, "init", "-q", "--bare", str(upstream))
     git(root, "remote", "add", "origin", str(upstream))

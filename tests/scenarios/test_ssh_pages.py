@@ -5,6 +5,7 @@ refused in the preflight, and nothing is recorded."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,19 +15,14 @@ from tests.conftest import git
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch) -> Path:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new", "boxes", "--defaults",
-        "--data", "backends=generic-ssh,local",
-        "--data", "smoke_backend=local",
-        "--data", "require_pushed=no",
-        "--data", "cloud_budget_usd=0.05",
-    )  # fmt: skip
-    assert made.code == 0, made.err
-    root = tmp_path / "boxes"
-    monkeypatch.chdir(root)
-    return root
+def camp(new_campaign: Callable[..., Path]) -> Path:
+    return new_campaign(
+        "boxes",
+        "backends=generic-ssh,local",
+        "smoke_backend=local",
+        "require_pushed=no",
+        "cloud_budget_usd=0.05",
+    )
 
 
 def with_instances(root: Path, instances: list[dict[str, object]]) -> None:
