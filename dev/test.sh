@@ -18,4 +18,7 @@ if [ "$(id -u)" -eq 0 ]; then python3 dev/slurm_cluster.py install; fi
 # (tests/sshboxes.py) starts two sshd on 127.0.0.1 with a user each; under CI=true they must run.
 if [ "$(id -u)" -eq 0 ]; then python3 -c 'import sys; sys.path.insert(0, "."); from tests import sshboxes; sshboxes.install()'; fi
 # pytest exits 5 when it collected no test: that fails this script too, as it should.
-python -m pytest "$@"
+# Parallel workers (pytest-xdist): the tests mostly wait on real services and processes, so more
+# workers than cores pays; `--dist loadgroup` keeps each service's tests on one worker
+# (tests/conftest.py). CAMPAIGNOPS_TEST_WORKERS=0 runs them in this process.
+python -m pytest -n "${CAMPAIGNOPS_TEST_WORKERS:-4}" --dist loadgroup "$@"

@@ -172,6 +172,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ssh: runs against two real sshd on 127.0.0.1")
 
 
+# Under pytest-xdist (`--dist loadgroup`, as dev/test.sh runs the suite) every test of one real
+# service runs on one worker: that worker starts the service once, and no two workers make the
+# same sshd users or fight over one cluster. Tests that start no service spread over the rest.
+SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for marker in ("slurm", "ssh"):
+            if item.get_closest_marker(marker) is not None:
+                names.add(f"{marker}_cluster" if marker == "slurm" else "ssh_boxes")
+        groups = sorted({SERVICE_GROUPS[n] for n in names if n in SERVICE_GROUPS})
+        if groups:  # a test that needs both services goes with Slurm's
+            item.add_marker(pytest.mark.xdist_group(groups[0]))
+
+
 def _cluster_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("slurm_cluster", DEV)
     assert spec is not None and spec.loader is not None
