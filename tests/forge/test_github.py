@@ -107,6 +107,7 @@ def test_own_login_from_get_user_excludes_other_bots(github_env, run, tmp_path) 
 
 def test_author_option_names_the_account(github_env, run, tmp_path) -> None:  # type: ignore[no-untyped-def]
     fake = github_env
+    fake.state.installation = "my-app[bot]"  # a GitHub App's installation token
     fake.state.comments[7] = [
         {"id": 11, "body": f"x\n\n{MARK}\n", "user": dict(BOT)},
         {"id": 12, "body": f"y\n\n{MARK}\n", "user": {"login": "my-app[bot]", "type": "Bot"}},
