@@ -18,6 +18,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
+import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -87,9 +88,11 @@ def check_token(token: str, *, variable: str) -> str:
     would end the header (http.client refuses it with the value in its message)."""
     for at, char in enumerate(token, start=1):
         if not "!" <= char <= "~":
-            what = "whitespace" if char.isspace() else "a control character"
-            if char.isprintable() and not char.isspace():
-                what = "a non-ASCII character"
+            what = "a non-ASCII character"
+            if unicodedata.category(char) in ("Cc", "Cf"):
+                what = "a control character"
+            elif char.isspace():
+                what = "whitespace"
             raise UsageError(
                 message=NOT_A_TOKEN.format(variable=variable, what=what, at=at, length=len(token)),
                 hint=NOT_A_TOKEN_HINT,
