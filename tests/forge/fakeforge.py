@@ -55,6 +55,7 @@ class State:
     gl_issues: list[dict[str, Any]] = field(default_factory=list)
     fail: dict[tuple[str, str], list[tuple[int, Any]]] = field(default_factory=dict)
     raw: dict[tuple[str, str], list[bytes]] = field(default_factory=dict)
+    drip_s: float = 0.0  # > 0: a raw answer is written a byte at a time, this far apart
     drop_labels: bool = False  # GitHub, for a token without push access: labels silently dropped
     next_id: int = 1000
 
@@ -96,6 +97,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _write_raw(self, raw: bytes, drip_s: float) -> None:
+        if not drip_s:
+            self.wfile.write(raw)
+            return
+        stop = threading.Event()  # never set: its wait is the pause between two bytes
+        try:
+            for at in range(len(raw)):
+                self.wfile.write(raw[at : at + 1])
+                self.wfile.flush()
+                stop.wait(drip_s)
+        except OSError:  # the client gave up: what the drip is for
+            return
+
     def _handle(self) -> None:
         state = self.server.state
         split = urllib.parse.urlsplit(self.path)
@@ -112,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
         hostile = state.raw.get((self.command, split.path))
         if hostile:
             self.close_connection = True
-            self.wfile.write(hostile.pop(0))
+            self._write_raw(hostile.pop(0), state.drip_s)
             return
         queued = state.fail.get((self.command, split.path))
         if queued:

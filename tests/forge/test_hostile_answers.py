@@ -93,6 +93,15 @@ def test_a_body_over_the_cap_is_refused(github_env, run, tmp_path, monkeypatch) 
     refused(comment(run, tmp_path, *WORKFLOW), "the body is over 1,000 bytes")
 
 
+def test_a_body_that_drips_is_cut_at_the_deadline(github_env, run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(http, "DEADLINE_S", 0.3)
+    github_env.state.drip_s = 0.02  # 2,000 bytes: 40 s at this pace, each byte well within TIMEOUT
+    github_env.state.raw[("POST", COMMENTS)] = [
+        HEAD + b"Content-Length: 2000\r\n\r\n" + b" " * 2000
+    ]
+    refused(comment(run, tmp_path, *WORKFLOW), "TimeoutError: the body took over 0 s")
+
+
 # --- answers of the wrong shape (item 7) ---------------------------------------------------------
 
 GITHUB_SHAPES: list[tuple[str, str, Any, str]] = [

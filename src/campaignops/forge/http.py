@@ -130,7 +130,9 @@ def _read(answer: Any) -> bytes:
     deadline = time.monotonic() + DEADLINE_S
     chunks: list[bytes] = []
     size = 0
-    while chunk := answer.read(_CHUNK):
+    # read1: at most one socket read per piece, so a body that drips a byte at a time still
+    # meets the deadline check (read(n) would wait for all n bytes).
+    while chunk := answer.read1(_CHUNK):
         size += len(chunk)
         if size > MAX_BODY:
             raise http.client.HTTPException(f"the body is over {MAX_BODY:,} bytes")
