@@ -210,6 +210,25 @@ def test_the_token_is_masked_in_every_form_an_answer_echoes(github_env, run, tmp
     refused(result, "HTTP 422: *** '***' Bearer%20***")
 
 
+def test_a_link_echoing_the_token_is_printed_masked(github_env, run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url = f"https://github.test/o/r/pull/7?token={fakeforge.TOKEN}"
+    github_env.state.fail[("POST", COMMENTS)] = [(201, {"id": 5, "html_url": url})]
+    result = comment(run, tmp_path, *WORKFLOW)
+    assert result.code == 0, result.err
+    assert (
+        result.out
+        == "created comment 5 on pull request #7: https://github.test/o/r/pull/7?token=***\n"
+    )
+
+
+def test_an_api_url_with_a_password_is_refused_unshown(
+    github_env, run, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("GITHUB_API_URL", github_env.url.replace("//", "//x:tok-SECRET-pw@"))
+    refused(comment(run, tmp_path, *WORKFLOW), "GITHUB_API_URL holds a user name or password")
+    assert github_env.take() == []
+
+
 def test_settings_never_show_the_token_in_a_repr() -> None:
     env = {
         "GITHUB_API_URL": "https://api.github.test",

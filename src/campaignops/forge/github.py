@@ -94,7 +94,7 @@ class GitHub:
                 id=shape.ident(c, "id", where),
                 body=shape.text(c, "body", where),
                 mine=self._mine(shape, c, where),
-                url=shape.text(c, "html_url", where),
+                url=shape.url(c, "html_url", where),
             )
             for where, c in shape.records(pages(self._client, path))
         ]
@@ -102,7 +102,7 @@ class GitHub:
     def _posted(self, shown: str, data: Any) -> Posted:
         shape = Shape(self._client, shown)
         item = shape.record(data)
-        return Posted(id=shape.ident(item, "id"), url=shape.text(item, "html_url"))
+        return Posted(id=shape.ident(item, "id"), url=shape.url(item, "html_url"))
 
     def create_note(self, number: int, body: str) -> Posted:
         path = f"{self._repo}/issues/{number}/comments"
@@ -125,7 +125,7 @@ class GitHub:
                 title=shape.text(i, "title", where),
                 body=shape.text(i, "body", where),
                 mine=self._mine(shape, i, where),
-                url=shape.text(i, "html_url", where),
+                url=shape.url(i, "html_url", where),
             )
             for where, i in shape.records(items)
             if "pull_request" not in i  # the issues list returns pull requests too
@@ -140,7 +140,7 @@ class GitHub:
         item = shape.record(answer.data)
         return Posted(
             id=shape.ident(item, "number"),
-            url=shape.text(item, "html_url"),
+            url=shape.url(item, "html_url"),
             labels=shape.labels(item),
         )
 

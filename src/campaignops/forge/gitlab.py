@@ -86,7 +86,7 @@ class GitLab:
                 title=shape.text(i, "title", where),
                 body=shape.text(i, "description", where),
                 mine=self._mine(shape, i, where),
-                url=shape.text(i, "web_url", where),
+                url=shape.url(i, "web_url", where),
             )
             for where, i in shape.records(items)
         ]
@@ -99,7 +99,7 @@ class GitLab:
         shape = Shape(self._client, f"POST {path}")
         item = shape.record(answer.data)
         return Posted(
-            id=shape.ident(item, "iid"), url=shape.text(item, "web_url"), labels=shape.labels(item)
+            id=shape.ident(item, "iid"), url=shape.url(item, "web_url"), labels=shape.labels(item)
         )
 
     def update_issue(self, number: int, *, title: str, body: str) -> Posted:

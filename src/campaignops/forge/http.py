@@ -164,8 +164,15 @@ class _Attempt(Exception):
 
 
 def check_base_url(url: str, *, variable: str) -> str:
-    """``url`` without a trailing slash; https, or http to this machine only (the token travels)."""
+    """``url`` without a trailing slash; https, or http to this machine only (the token travels).
+    A user name or password in it is refused without showing it: messages quote the URL."""
     parts = urllib.parse.urlsplit(url)
+    if "@" in parts.netloc:
+        raise UsageError(
+            message=f"{variable} holds a user name or password (USER:PASSWORD@HOST): refused, "
+            "and not shown",
+            hint="set the API URL alone; the token goes in its own variable (docs/gitops.md)",
+        )
     local = parts.scheme == "http" and (parts.hostname or "") in LOCAL_HOSTS
     if not parts.netloc or not (parts.scheme == "https" or local):
         raise UsageError(
@@ -221,13 +228,17 @@ class Client:
     def __repr__(self) -> str:
         return f"Client(platform={self.platform!r}, base_url={self.base_url!r})"
 
+    def redact(self, text: str) -> str:
+        """``text`` (an answer's URL, a message) with this client's token masked."""
+        return redact(text, self._secret)
+
     def error(self, *, status: int, message: str, hint: str = "", api_said: str = "") -> ApiError:
         """Every ApiError of this client is made here: no field of it can carry the token."""
         return ApiError(
             status=status,
-            message=redact(message, self._secret),
-            hint=redact(hint, self._secret),
-            api_message=redact(api_said, self._secret),
+            message=self.redact(message),
+            hint=self.redact(hint),
+            api_message=self.redact(api_said),
         )
 
     def shape_error(self, shown: str, what: str) -> ApiError:

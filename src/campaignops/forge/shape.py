@@ -50,6 +50,10 @@ class Shape:
             raise self.wrong(where, f"has a {key!r} that is not text")
         return value
 
+    def url(self, item: dict[str, Any], key: str, where: str = "the answer") -> str:
+        """A link the command prints (``html_url``, ``web_url``): text, the token masked."""
+        return self.client.redact(self.text(item, key, where))
+
     def flag(self, item: dict[str, Any], key: str, where: str = "the answer") -> bool:
         value = item.get(key)
         if value is None:
