@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from campaignops.checks.finding import Finding
+from campaignops.mdsafe import spans
 from campaignops.review import FieldChange, Resmoke, Review, TargetChange, TargetRef
 from campaignops.review_files import (
     EntryChange,
@@ -24,7 +25,7 @@ M = "manifests/m.yaml"
 def test_an_empty_review_is_a_headline_only() -> None:
     assert markdown(Review(base=BASE, head=HEAD, ref="main")) == (
         "<!-- campaign-review -->\n"
-        "### campaign review: main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb)\n"
+        "### campaign review: `main` (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb)\n"
         "\n"
         "**targets: 0 added, 0 removed, 0 changed · 0 to re-smoke · findings: 0 introduced, "
         "0 fixed**\n"
@@ -63,7 +64,7 @@ def test_every_section_in_full() -> None:
         markdown(FULL)
         == """\
 <!-- campaign-review -->
-### campaign review: origin/main (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb)
+### campaign review: `origin/main` (aaaaaaaaaaaa) → HEAD (bbbbbbbbbbbb)
 
 **targets: 0 added, 1 removed, 1 changed · 1 to re-smoke · cost changed in 1 manifest stage · \
 findings: 1 introduced, 1 fixed**
@@ -72,84 +73,88 @@ findings: 1 introduced, 1 fixed**
 
 | manifest | target | change |
 |---|---|---|
-| manifests/m.yaml | old (train) | removed |
-| manifests/m.yaml | t | args.lr: 0.1 → 0.2; file c.yaml: sha256 111111111111 → — |
+| `manifests/m.yaml` | `old` (`train`) | removed |
+| `manifests/m.yaml` | `t` | `args.lr`: `0.1` → `0.2`; `file c.yaml`: sha256 `111111111111` → — |
 
 #### Need a new smoke (fingerprint changed)
 
 | manifest | target | because |
 |---|---|---|
-| manifests/m.yaml | t | args.lr |
+| `manifests/m.yaml` | `t` | `args.lr` |
 
 #### Cost at the time limits (every target once)
 
 | manifest | stage | backend | before | after |
 |---|---|---|---|---|
-| manifests/m.yaml | production | polaris | 2 tasks, 4 node-hours, 16 gpu-hours, charged 4 node-hours \
+| `manifests/m.yaml` | production | `polaris` | 2 tasks, 4 node-hours, 16 gpu-hours, charged 4 node-hours \
 | 1 task, no time limit |
 
 #### Queues
 
 | file | line | change | text |
 |---|---|---|---|
-| queues/q.txt | 2 | **not an append** | line 2 was deleted |
+| `queues/q.txt` | 2 | **not an append** | `line 2 was deleted` |
 
 #### Wrappers
 
 | wrapper | change | previous version |
 |---|---|---|
-| scripts/run.v2.sh | added | scripts/run.v1.sh |
+| `scripts/run.v2.sh` | added | `scripts/run.v1.sh` |
 
 #### Policy (campaign.yaml)
 
 | setting | before | after |
 |---|---|---|
-| backends | \\["a"\\] | \\["a", "b"\\] |
+| `backends` | `["a"]` | `["a", "b"]` |
 
 #### Knowledge
 
 | file | line / entry | change | fact |
 |---|---|---|---|
-| backends/p.md | 9 | added | GPUs: 4 (verified x 2026-11) |
-| failures.yaml | oom | re-verified | verified 2026-10 → 2026-11 |
+| `backends/p.md` | 9 | added | `GPUs: 4 (verified x 2026-11)` |
+| `failures.yaml` | `oom` | re-verified | verified `2026-10` → `2026-11` |
 
 #### Findings introduced
 
 | where | id | message |
 |---|---|---|
-| queues/q.txt:2 | QUEUE004 | line 2 was deleted |
+| `queues/q.txt:2` | QUEUE004 | `line 2 was deleted` |
 
 #### Findings fixed
 
 | where | id | message |
 |---|---|---|
-| m.yaml:1 | MAN001 | bad \\<b\\> |
+| `m.yaml:1` | MAN001 | `bad <b>` |
 
 #### Manifests not read at HEAD
 
 | manifest | why |
 |---|---|
-| manifests/x.yaml | queue unreadable |
+| `manifests/x.yaml` | `queue unreadable` |
 """
     )
 
 
-def test_user_strings_cannot_break_a_table_add_html_or_mention() -> None:
-    assert md("a|b") == "a\\|b"
-    assert md("<img src=x onerror=alert(1)>") == "\\<img src=x onerror=alert(1)\\>"
-    assert md("[x](https://evil.example)") == "\\[x\\](https://evil.example)"
-    assert md("@octocat *bold* `code`\nsecond") == "\\@octocat \\*bold\\* \\`code\\`\\\\nsecond"
+def test_user_strings_are_inert_code_spans() -> None:
+    assert md("a|b") == "`a|b`"  # the table escapes the pipe (below)
+    assert md("<img src=x onerror=alert(1)>") == "`<img src=x onerror=alert(1)>`"
+    assert md("[x](https://evil.example)") == "`[x](https://evil.example)`"
+    assert md("@octocat *bold* `code`\nsecond") == "``@octocat *bold* `code`\\nsecond``"
+    assert md("`edge`") == "`` `edge` ``"  # padded: a span cannot start with its fence's tick
+    assert md(" spaced ") == "`  spaced  `"  # padded: the renderer strips one space each side
+    assert md("x\u202ey\u2066z\u200f") == "`x\\u202ey\\u2066z\\u200f`"
+    assert md("") == ""
     table = markdown(
         Review(base=BASE, head=HEAD, ref="x|y", removed=(TargetRef("m|n.yaml", "t", None),))
     )
-    assert "| m\\|n.yaml | t | removed |" in table.splitlines()
-    assert "### campaign review: x\\|y" in table
+    assert "| `m\\|n.yaml` | `t` | removed |" in table.splitlines()
+    assert "### campaign review: `x|y`" in table  # a heading is no table: no escape
 
 
 def test_long_tables_stop_at_max_rows_and_point_to_json() -> None:
     many = tuple(TargetRef(M, f"t{i:03}", None) for i in range(MAX_ROWS + 5))
     text = markdown(Review(base=BASE, head=HEAD, ref="main", removed=many))
-    assert f"| manifests/m.yaml | t{MAX_ROWS - 1:03} | removed |" in text
+    assert f"| `manifests/m.yaml` | `t{MAX_ROWS - 1:03}` | removed |" in text
     assert f"t{MAX_ROWS:03}" not in text
     assert "… and 5 more rows (campaign review --format json)" in text
 
@@ -204,17 +209,17 @@ def test_json_has_the_documented_keys_sorted_and_stable() -> None:
     assert data["findings"]["introduced"][0]["id"] == "QUEUE004"
 
 
-def test_a_long_cell_is_cut_and_never_between_a_backslash_and_what_it_escapes() -> None:
+def test_a_long_cell_is_cut_inside_its_code_span_which_stays_closed() -> None:
     from campaignops.review_render import MAX_CELL
 
-    for text in ("x" * 1000, "x" * (MAX_CELL - 1) + "|" * 10, "|" * 1000):
+    for text in ("x" * 1000, "x" * (MAX_CELL - 1) + "|" * 10, "|" * 1000, "`" * 5 + "y" * 999):
         table = markdown(Review(base=BASE, head=HEAD, ref="main", unread={"m.yaml": text}))
         row = table.splitlines()[-1]
-        cell = row.removeprefix("| m.yaml | ").removesuffix(" |")
-        assert cell.endswith(" …")
-        assert len(cell) <= MAX_CELL + 2
-        body = cell.removesuffix(" …")
-        assert (len(body) - len(body.rstrip("\\"))) % 2 == 0, row
+        cell = row.removeprefix("| `m.yaml` | ").removesuffix(" |").replace("\\|", "|")
+        assert spans(cell) == [(0, len(cell))], row  # one code span, closed
+        assert len(cell) <= MAX_CELL + 2, row
+        kept = cell.strip("`").removeprefix(" ").removesuffix(" ").removesuffix(" …")
+        assert text.startswith(kept), row
 
 
 def test_a_review_too_long_for_a_comment_is_cut_at_a_line() -> None:

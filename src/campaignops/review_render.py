@@ -2,19 +2,19 @@
 Markdown comment a reviewer reads in twenty seconds: a headline of counts, then one table per
 section that has something in it.
 
-Every string that comes from the campaign (paths, ids, values, finding messages) is escaped
-before it reaches Markdown: no HTML, no links, no table cell broken by a pipe, one line each.
+Every string that comes from the campaign (paths, ids, values, finding messages) is one inline
+code span (mdsafe.code): no HTML, no links or autolinks, no mentions or references, no bidi
+control, no table cell broken by a pipe, one line each. A pull request writes these strings.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from campaignops import safetext
+from campaignops import mdsafe
 from campaignops.review import Review
 from campaignops.review_targets import Cost
 from campaignops.runner.charging import amount
@@ -30,8 +30,6 @@ TOO_LONG = (
     "\n… cut here: the review is longer than a comment may be (campaign review --format json)\n"
 )
 NONE = "—"
-# Markdown and HTML punctuation a user's string may carry; each is backslash-escaped.
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&@#!])")
 
 
 def to_json(review: Review) -> str:
@@ -70,34 +68,27 @@ def to_json(review: Review) -> str:
 
 
 def md(text: object) -> str:
-    """A user's string as literal Markdown text on one line."""
-    return _SPECIAL.sub(r"\\\1", safetext.one_line(str(text)))
+    """A user's string as inert Markdown on one line: an inline code span."""
+    return mdsafe.code(text)
 
 
 def _value(field: str, value: Any) -> str:
     if value is None:
         return NONE
     if field.startswith(("file ", "config ")):
-        return "sha256 " + str(value).removeprefix("sha256:")[:12]
+        return "sha256 " + md(str(value).removeprefix("sha256:")[:12])
     if isinstance(value, str):
         return md(value)
     return md(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
 
 
-def _cut(cell: str) -> str:
-    """A cell of at most MAX_CELL characters: a comment has a size limit (GitHub's is 65,536),
-    and the JSON keeps the whole value. Never cut between a backslash and what it escapes."""
-    if len(cell) <= MAX_CELL:
-        return cell
-    cut = cell[:MAX_CELL]
-    if (len(cut) - len(cut.rstrip("\\"))) % 2:
-        cut = cut[:-1]
-    return cut + " …"
-
-
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_cut(c) for c in r) + " |" for r in rows[:MAX_ROWS]]
+    # A comment has a size limit (GitHub's is 65,536): a cell is cut, the JSON keeps it whole.
+    out += [
+        "| " + " | ".join(mdsafe.cell(mdsafe.cut(c, MAX_CELL)) for c in r) + " |"
+        for r in rows[:MAX_ROWS]
+    ]
     if len(rows) > MAX_ROWS:
         out.append(f"\n… and {len(rows) - MAX_ROWS} more rows (campaign review --format json)")
     return out

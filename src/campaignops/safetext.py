@@ -8,8 +8,9 @@ would switch annotations off for the rest of the step. So:
 
 - in annotations, data escapes ``%``, CR and LF (``%25``, ``%0D``, ``%0A``) and properties also
   ``:`` and ``,`` (``%3A``, ``%2C``), as the runner unescapes them;
-- in plain text, control characters are shown as escapes (one message stays one line), ``##[``
-  becomes ``##\\[``, and a line that would start with ``::`` gets a backslash in front.
+- in plain text, control characters (bidi ones included) are shown as escapes (one message
+  stays one line), ``##[`` becomes ``##\\[``, and a line that would start with ``::`` gets a
+  backslash in front.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-# C0 and C1 controls, DEL, and the Unicode line and paragraph separators; tab is kept.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi marks,
+# embeddings, overrides and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9), which reorder what
+# a reader sees around them ("Trojan Source"); tab is kept.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r"}
 LEGACY_PREFIX = "##["
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from itertools import groupby
 from typing import Any
 
+from campaignops import mdsafe
 from campaignops.checks.finding import Finding
 from campaignops.safetext import one_line, plain_line
 from campaignops.upkeep import Audit, DueStamp
@@ -93,14 +94,6 @@ def _escape(value: str) -> str:
     return _SPECIAL.sub(r"\\\1", one_line(value))
 
 
-def _code(value: str) -> str:
-    value = one_line(value)
-    longest = max((len(m) for m in re.findall(r"`+", value)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if value.startswith("`") or value.endswith("`") else ""
-    return f"{fence}{pad}{value}{pad}{fence}"
-
-
 def link_sources(source: str) -> str:
     """``source`` as Markdown: URLs as autolinks, ``host/path`` forms linked over https, the
     rest escaped text."""
@@ -122,13 +115,13 @@ def link_sources(source: str) -> str:
 def _md_stamp(d: DueStamp, *, due: bool) -> str:
     source = f"re-check {link_sources(d.source)}" if d.source else "no source named: find one"
     when = f" (stale from {d.expires.isoformat()})" if due else ""
-    return f"- line {d.line}: {_code(d.stamp)}{when}: {source}"
+    return f"- line {d.line}: {mdsafe.code(d.stamp)}{when}: {source}"
 
 
 def _md_stamps(stamps: Iterable[DueStamp], display: PathMap, *, due: bool) -> list[str]:
     lines: list[str] = []
     for path, group in groupby(stamps, key=lambda d: d.path):
-        lines += ["", f"**{_code(display(path))}**", ""]
+        lines += ["", f"**{mdsafe.code(display(path))}**", ""]
         lines += [_md_stamp(d, due=due) for d in group]
     return lines
 
@@ -145,7 +138,7 @@ def markdown(audit: Audit, display: PathMap = str) -> str:
         lines += [
             "",
             "Re-check each fact against its source, then update its stamp to "
-            f"{_code('verified ' + month)} (or the month you checked it; {_limit(audit)}).",
+            f"{mdsafe.code('verified ' + month)} (or the month you checked it; {_limit(audit)}).",
         ]
     if audit.stale:
         lines += ["", "### Stale now"]
@@ -156,7 +149,7 @@ def markdown(audit: Audit, display: PathMap = str) -> str:
     if audit.standing:
         lines += ["", "### Standing checks", ""]
         for f in audit.standing:
-            where = _code(f"{display(f.path)}:{f.line}")
+            where = mdsafe.code(f"{display(f.path)}:{f.line}")
             lines.append(f"- {where} **{f.id}** {_escape(f.message)}. {_escape(f.hint)}")
     return _cut(lines)
 

@@ -3,8 +3,10 @@
 One ThreadingHTTPServer on 127.0.0.1 serves both platforms (GitLab under /api/v4), keeps the
 comments, notes and issues in memory, pages lists as the real APIs do (``per_page``/``page``;
 GitHub 30 and GitLab 20 a page by default, GitLab's notes newest first unless ``sort=asc``),
-checks the credential header, and records every request. ``fail`` queues error answers for a
-(method, path) to exercise 403s and 5xx.
+checks the credential header, and records every request. ``fail`` queues answers for a
+(method, path) to exercise 403s, 5xx and wrong shapes; ``raw`` queues bytes written as the whole
+answer (a bad status line, a truncated body, a 70 kB header). Like the real APIs, an edit of a
+comment or note by another account gets 403.
 """
 
 from __future__ import annotations
@@ -45,18 +47,34 @@ class State:
     calls: list[Call] = field(default_factory=list)
     # GitHub: the authenticated user, or None for an installation token (GET /user → 403).
     github_user: dict[str, Any] | None = None
+    installation: str = BOT["login"]  # who an installation token posts as (GitHub App: APP[bot])
     gitlab_user: dict[str, Any] = field(default_factory=lambda: dict(GITLAB_BOT))
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # PR → comments
     issues: list[dict[str, Any]] = field(default_factory=list)  # GitHub issues and PRs
     notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # MR iid → notes
     gl_issues: list[dict[str, Any]] = field(default_factory=list)
     fail: dict[tuple[str, str], list[tuple[int, Any]]] = field(default_factory=dict)
+    raw: dict[tuple[str, str], list[bytes]] = field(default_factory=dict)
+    drip_s: float = 0.0  # > 0: a raw answer is written a byte at a time, this far apart
     drop_labels: bool = False  # GitHub, for a token without push access: labels silently dropped
     next_id: int = 1000
 
     def new_id(self) -> int:
         self.next_id += 1
         return self.next_id
+
+    def github_login(self) -> str:
+        """Who the token is: its user, or the workflow's bot for an installation token."""
+        return str(self.github_user["login"]) if self.github_user else self.installation
+
+    def github_author(self) -> dict[str, Any]:
+        if self.github_user:
+            return dict(self.github_user)
+        return (
+            dict(BOT)
+            if self.installation == BOT["login"]
+            else {"login": self.installation, "type": "Bot"}
+        )
 
 
 def _page(items: list[Any], query: dict[str, str], default: int) -> list[Any]:
@@ -79,6 +97,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _write_raw(self, raw: bytes, drip_s: float) -> None:
+        if not drip_s:
+            self.wfile.write(raw)
+            return
+        stop = threading.Event()  # never set: its wait is the pause between two bytes
+        try:
+            for at in range(len(raw)):
+                self.wfile.write(raw[at : at + 1])
+                self.wfile.flush()
+                stop.wait(drip_s)
+        except OSError:  # the client gave up: what the drip is for
+            return
+
     def _handle(self) -> None:
         state = self.server.state
         split = urllib.parse.urlsplit(self.path)
@@ -92,6 +123,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             auth = f"Authorization: {self.headers.get('Authorization', '')}"
         state.calls.append(Call(self.command, split.path, query, body, auth))
+        hostile = state.raw.get((self.command, split.path))
+        if hostile:
+            self.close_connection = True
+            self._write_raw(hostile.pop(0), state.drip_s)
+            return
         queued = state.fail.get((self.command, split.path))
         if queued:
             self._answer(*queued.pop(0))
@@ -117,7 +153,7 @@ def _github(
         if method == "GET":
             return 200, _page(thread, query, 30)
         if method == "POST":
-            item = {"id": state.new_id(), "body": body["body"], "user": dict(BOT)}
+            item = {"id": state.new_id(), "body": body["body"], "user": state.github_author()}
             item["html_url"] = f"https://github.test/o/r/pull/{m[1]}#issuecomment-{item['id']}"
             thread.append(item)
             return 201, item
@@ -125,6 +161,8 @@ def _github(
         for thread in state.comments.values():
             for item in thread:
                 if item["id"] == int(m[1]):
+                    if item["user"]["login"] != state.github_login():
+                        return 403, INTEGRATION
                     item["body"] = body["body"]
                     return 200, item
         return 404, {"message": "Not Found"}
@@ -145,7 +183,7 @@ def _github(
                 "body": body["body"],
                 "state": "open",
                 "labels": [] if state.drop_labels else [{"name": n} for n in body["labels"]],
-                "user": dict(BOT),
+                "user": state.github_author(),
                 "html_url": f"https://github.test/o/r/issues/{number}",
             }
             state.issues.append(item)
@@ -183,6 +221,8 @@ def _gitlab(
     ) and method == "PUT":
         for item in state.notes.get(int(m[1]), []):
             if item["id"] == int(m[2]):
+                if item["author"]["id"] != state.gitlab_user["id"]:
+                    return 403, {"message": "403 Forbidden"}
                 item["body"] = body["body"]
                 return 200, item
         return 404, {"message": "404 Not found"}

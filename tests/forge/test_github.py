@@ -20,8 +20,13 @@ def body_file(tmp_path: Path, text: str, name: str = "review.md") -> str:
     return str(path)
 
 
-def comment(run, path: str, *extra: str):  # type: ignore[no-untyped-def]
-    return run("publish", "comment", "--marker", "campaign-review", "--body-file", path, *extra)
+WORKFLOW = ("--author", "github-actions[bot]")  # as .github/workflows/checks.yml passes it
+
+
+def comment(run, path: str, *extra: str, author: tuple[str, ...] = WORKFLOW):  # type: ignore[no-untyped-def]
+    return run(
+        "publish", "comment", "--marker", "campaign-review", "--body-file", path, *author, *extra
+    )  # fmt: skip
 
 
 def page(n: int) -> dict[str, str]:
@@ -39,7 +44,6 @@ def test_first_run_creates_later_runs_update_that_comment(github_env, run, tmp_p
     made = fake.state.comments[7][0]
     assert first.out == f"created comment {made['id']} on pull request #7: {made['html_url']}\n"
     assert fake.take() == [
-        get("/user"),  # GITHUB_TOKEN: 403, so a [bot] author is ours
         get("/repos/o/r/issues/7/comments", page(1)),
         Call(
             "POST",
@@ -54,7 +58,6 @@ def test_first_run_creates_later_runs_update_that_comment(github_env, run, tmp_p
     assert second.code == 0, second.err
     assert second.out.startswith(f"updated comment {made['id']} on pull request #7")
     assert fake.take() == [
-        get("/user"),
         get("/repos/o/r/issues/7/comments", page(1)),
         Call(
             "PATCH",
@@ -67,7 +70,7 @@ def test_first_run_creates_later_runs_update_that_comment(github_env, run, tmp_p
 
     third = comment(run, body_file(tmp_path, "## Review\n\n3 targets added\n"))
     assert third.out.startswith(f"unchanged comment {made['id']}")
-    assert [c.method for c in fake.take()] == ["GET", "GET"]  # nothing to write
+    assert [c.method for c in fake.take()] == ["GET"]  # nothing to write
     assert [c["body"] for c in fake.state.comments[7]] == [
         f"## Review\n\n3 targets added\n\n{MARK}\n"
     ]
@@ -98,7 +101,7 @@ def test_own_login_from_get_user_excludes_other_bots(github_env, run, tmp_path) 
         {"id": 11, "body": f"old\n\n{MARK}\n", "user": dict(BOT)},
         {"id": 12, "body": f"mine\n\n{MARK}\n", "user": {"login": "campaign-bot", "type": "User"}},
     ]
-    result = comment(run, body_file(tmp_path, "new"))
+    result = comment(run, body_file(tmp_path, "new"), author=())  # a personal token: GET /user
     assert result.code == 0, result.err
     assert fake.take()[-1] == Call(
         "PATCH", "/repos/o/r/issues/comments/12", {}, {"body": f"new\n\n{MARK}\n"}, AUTH
@@ -107,11 +110,12 @@ def test_own_login_from_get_user_excludes_other_bots(github_env, run, tmp_path) 
 
 def test_author_option_names_the_account(github_env, run, tmp_path) -> None:  # type: ignore[no-untyped-def]
     fake = github_env
+    fake.state.installation = "my-app[bot]"  # a GitHub App's installation token
     fake.state.comments[7] = [
         {"id": 11, "body": f"x\n\n{MARK}\n", "user": dict(BOT)},
         {"id": 12, "body": f"y\n\n{MARK}\n", "user": {"login": "my-app[bot]", "type": "Bot"}},
     ]
-    result = comment(run, body_file(tmp_path, "z"), "--author", "my-app[bot]")
+    result = comment(run, body_file(tmp_path, "z"), author=("--author", "my-app[bot]"))
     assert result.code == 0, result.err
     calls = fake.take()
     assert [c.path for c in calls] == [  # no GET /user: the author is given
@@ -128,7 +132,6 @@ def test_pages_through_more_than_100_comments(github_env, run, tmp_path) -> None
     result = comment(run, body_file(tmp_path, "new"))
     assert result.code == 0, result.err
     assert fake.take() == [
-        get("/user"),
         get("/repos/o/r/issues/7/comments", page(1)),
         get("/repos/o/r/issues/7/comments", page(2)),
         Call("PATCH", "/repos/o/r/issues/comments/120", {}, {"body": f"new\n\n{MARK}\n"}, AUTH),
@@ -225,7 +228,6 @@ def test_server_error_on_a_read_is_retried_then_succeeds(github_env, run, tmp_pa
     fake.state.fail[("GET", "/repos/o/r/issues/7/comments")] = [(502, {"message": "Bad gateway"})]
     assert comment(run, body_file(tmp_path, "x")).code == 0
     assert [(c.method, c.path) for c in fake.take()] == [
-        ("GET", "/user"),
         ("GET", "/repos/o/r/issues/7/comments"),
         ("GET", "/repos/o/r/issues/7/comments"),
         ("POST", "/repos/o/r/issues/7/comments"),
@@ -238,4 +240,4 @@ def test_server_error_on_create_is_not_retried(github_env, run, tmp_path) -> Non
     result = comment(run, body_file(tmp_path, "x"))
     assert result.code == 2
     assert "POST /repos/o/r/issues/7/comments failed: HTTP 502: Bad gateway" in result.err
-    assert [c.method for c in fake.take()] == ["GET", "GET", "POST"]
+    assert [c.method for c in fake.take()] == ["GET", "POST"]

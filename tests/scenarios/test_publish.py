@@ -8,6 +8,8 @@ updates it on the next run, and closes it once the audit is clean.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,15 @@ from tests.forge import fakeforge
 from tests.forge.conftest import CI_VARIABLES, pull_request_event
 
 MARK = "<!-- campaignops:campaign-review -->"
+WORKFLOWS = Path(__file__).parents[2] / "template/{{cookiecutter.campaign_slug}}/.github/workflows"
+
+
+def workflow_publish(kind: str) -> list[str]:
+    """The `campaign publish KIND …` arguments as the generated GitHub workflow runs them."""
+    (checks,) = WORKFLOWS.glob("*checks.yml*")
+    found = re.search(rf"^\s+run: campaign (publish {kind} .*)$", checks.read_text(), re.M)
+    assert found, f"no publish {kind} step in {checks.name}"
+    return shlex.split(found[1])
 
 
 def campaign_exe() -> str:
@@ -55,7 +66,10 @@ def test_github_review_job_on_three_pushes(server: fakeforge.Fake, tmp_path: Pat
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
     }
     review = tmp_path / "review.md"
-    publish = ("publish", "comment", "--marker", "campaign-review", "--body-file", "review.md")
+    # Another app's older comment holding the marker: never ours (issue 16, item 8).
+    theirs = {"id": 3, "body": f"x\n\n{MARK}\n", "user": {"login": "other[bot]", "type": "Bot"}}
+    server.state.comments[7] = [theirs]
+    publish = workflow_publish("comment")
     pushes = ["targets added: 2\n", "targets added: 3\n", "targets added: 3\n"]
     outputs = []
     for text in pushes:
@@ -63,7 +77,8 @@ def test_github_review_job_on_three_pushes(server: fakeforge.Fake, tmp_path: Pat
         done = step(env, *publish, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout.split(" on ")[0])
-    comments = server.state.comments[7]
+    first, *comments = server.state.comments[7]
+    assert first == theirs
     assert len(comments) == 1
     only = comments[0]["id"]
     assert outputs == [

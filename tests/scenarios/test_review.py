@@ -136,15 +136,15 @@ def test_review_markdown_is_the_comment(branch: Path, run) -> None:  # type: ign
     assert done.code == 0, done.err
     base = git(branch, "rev-parse", "main").strip()[:12]
     head = git(branch, "rev-parse", "HEAD").strip()[:12]
-    wide = "sha256 " + _short(branch, "main", "configs/example/wide.yaml")
-    wide_now = "sha256 " + _short(branch, "HEAD", "configs/example/wide.yaml")
-    edit = f"file configs/example/wide.yaml: {wide} → {wide_now}"
-    time = "resources.production.time: 00:10:00 → 01:00:00"
+    wide = "sha256 `" + _short(branch, "main", "configs/example/wide.yaml") + "`"
+    wide_now = "sha256 `" + _short(branch, "HEAD", "configs/example/wide.yaml") + "`"
+    edit = f"`file configs/example/wide.yaml`: {wide} → {wide_now}"
+    time = "`resources.production.time`: `00:10:00` → `01:00:00`"
     assert (
         done.out
         == f"""\
 <!-- campaign-review -->
-### campaign review: main ({base}) → HEAD ({head})
+### campaign review: `main` ({base}) → HEAD ({head})
 
 **targets: 3 added, 0 removed, 5 changed · 3 to re-smoke · 1 queue line appended · \
 cost changed in 4 manifest stages · findings: 0 introduced, 0 fixed**
@@ -153,41 +153,41 @@ cost changed in 4 manifest stages · findings: 0 introduced, 0 fixed**
 
 | manifest | target | change |
 |---|---|---|
-| manifests/example-queue.yaml | deep | added |
-| manifests/example.yaml | deep\\_reconstruction | added |
-| manifests/example.yaml | deep\\_segmentation | added |
-| manifests/example-queue.yaml | wide | {edit} |
-| manifests/example.yaml | baseline\\_reconstruction | {time} |
-| manifests/example.yaml | baseline\\_segmentation | {time} |
-| manifests/example.yaml | wide\\_reconstruction | {edit}; {time} |
-| manifests/example.yaml | wide\\_segmentation | {edit}; {time} |
+| `manifests/example-queue.yaml` | `deep` | added |
+| `manifests/example.yaml` | `deep_reconstruction` | added |
+| `manifests/example.yaml` | `deep_segmentation` | added |
+| `manifests/example-queue.yaml` | `wide` | {edit} |
+| `manifests/example.yaml` | `baseline_reconstruction` | {time} |
+| `manifests/example.yaml` | `baseline_segmentation` | {time} |
+| `manifests/example.yaml` | `wide_reconstruction` | {edit}; {time} |
+| `manifests/example.yaml` | `wide_segmentation` | {edit}; {time} |
 
 #### Need a new smoke (fingerprint changed)
 
 | manifest | target | because |
 |---|---|---|
-| manifests/example-queue.yaml | wide | file configs/example/wide.yaml |
-| manifests/example.yaml | wide\\_reconstruction | file configs/example/wide.yaml |
-| manifests/example.yaml | wide\\_segmentation | file configs/example/wide.yaml |
+| `manifests/example-queue.yaml` | `wide` | `file configs/example/wide.yaml` |
+| `manifests/example.yaml` | `wide_reconstruction` | `file configs/example/wide.yaml` |
+| `manifests/example.yaml` | `wide_segmentation` | `file configs/example/wide.yaml` |
 
 #### Cost at the time limits (every target once)
 
 | manifest | stage | backend | before | after |
 |---|---|---|---|---|
-| manifests/example-queue.yaml | production | local | 2 tasks, 0.33 node-hours, charged 1.00 USD | \
+| `manifests/example-queue.yaml` | production | `local` | 2 tasks, 0.33 node-hours, charged 1.00 USD | \
 3 tasks, 0.5 node-hours, charged 1.50 USD |
-| manifests/example-queue.yaml | smoke | local | 2 tasks, 0.17 node-hours, charged 0.50 USD | \
+| `manifests/example-queue.yaml` | smoke | `local` | 2 tasks, 0.17 node-hours, charged 0.50 USD | \
 3 tasks, 0.25 node-hours, charged 0.75 USD |
-| manifests/example.yaml | production | local | 4 tasks, 0.67 node-hours, charged 2.00 USD | \
+| `manifests/example.yaml` | production | `local` | 4 tasks, 0.67 node-hours, charged 2.00 USD | \
 6 tasks, 6 node-hours, charged 18.00 USD |
-| manifests/example.yaml | smoke | local | 4 tasks, 0.33 node-hours, charged 1.00 USD | \
+| `manifests/example.yaml` | smoke | `local` | 4 tasks, 0.33 node-hours, charged 1.00 USD | \
 6 tasks, 0.5 node-hours, charged 1.50 USD |
 
 #### Queues
 
 | file | line | change | text |
 |---|---|---|---|
-| queues/example.txt | 8 | appended | configs/example/deep.yaml reconstruction 3 |
+| `queues/example.txt` | 8 | appended | `configs/example/deep.yaml reconstruction 3` |
 """
     )
 

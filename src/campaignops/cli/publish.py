@@ -142,8 +142,10 @@ settings come from the CI environment (docs/gitops.md, Settings):
   (CI_JOB_TOKEN cannot write notes or issues: use a project access token)
 --platform defaults to github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true.
 exit codes: 0 published (or, for a comment, a fork's read-only token: left in the job
-summary with a warning), 2 missing setting, unreadable body, or an API error (status and
-message shown; the token never is)."""
+summary with a warning), 2 missing setting, a token with whitespace or control characters,
+an installation token without --author, unreadable body, or an API error: an error status,
+an unreachable or broken answer, an answer of the wrong shape (what is wrong is shown; the
+token never is)."""
 
 
 def _platform_arg(parser: argparse.ArgumentParser) -> None:
@@ -155,8 +157,9 @@ def _platform_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--author",
         metavar="LOGIN",
-        help="GitHub only: the login whose items are ours (default: GET /user's login, or any "
-        "[bot] account for an installation token such as GITHUB_TOKEN)",
+        help="GitHub only: the login whose items are ours, the account the token posts as "
+        "(default: GET /user's login; an installation token cannot be asked, so with "
+        "GITHUB_TOKEN pass github-actions[bot], as the generated workflows do)",
     )
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from campaignops.forge.http import ApiError, Client, pages
+from campaignops.forge.http import Client, pages
 from campaignops.forge.publish import Issue, Note, Posted
 from campaignops.forge.settings import Settings
+from campaignops.forge.shape import Shape
 
 BODY_LIMIT = 1_000_000  # notes: "limited to 1,000,000 characters"
 
@@ -22,17 +23,6 @@ def client(settings: Settings) -> Client:
     return Client(
         base_url=settings.api_url, auth=("PRIVATE-TOKEN", settings.token), platform="GitLab"
     )
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _id(item: Any, key: str) -> int:
-    value = item.get(key) if isinstance(item, dict) else None
-    if not isinstance(value, int):
-        raise ApiError(status=0, message=f"GitLab API: an item without a numeric {key!r}")
-    return value
 
 
 class GitLab:
@@ -44,65 +34,72 @@ class GitLab:
         self._project = f"/projects/{urllib.parse.quote(settings.project, safe='')}"
         self._me: int | None = None
 
-    def _whoami(self) -> None:
+    def _whoami(self) -> int:
         if self._me is None:
-            self._me = _id(self._client.request("GET", "/user").data, "id")
+            shape = Shape(self._client, "GET /user")
+            self._me = shape.ident(shape.record(self._client.request("GET", "/user").data), "id")
+        return self._me
 
-    def _mine(self, item: Any) -> bool:
-        author = item.get("author") if isinstance(item, dict) else None
-        return isinstance(author, dict) and author.get("id") == self._me
+    def _mine(self, shape: Shape, item: dict[str, Any], where: str) -> bool:
+        author = shape.inner(item, "author", where)
+        return author is not None and shape.ident(author, "id", f"{where}'s author") == (
+            self._whoami()
+        )
 
     def notes(self, number: int) -> list[Note]:
         self._whoami()
-        items = pages(
-            self._client,
-            f"{self._project}/merge_requests/{number}/notes",
-            query={"sort": "asc", "order_by": "created_at"},
-        )
+        path = f"{self._project}/merge_requests/{number}/notes"
+        shape = Shape(self._client, f"GET {path}")
+        items = pages(self._client, path, query={"sort": "asc", "order_by": "created_at"})
         return [
-            Note(id=_id(n, "id"), body=_text(n.get("body")), mine=self._mine(n))
-            for n in items
-            if not n.get("system")
+            Note(
+                id=shape.ident(n, "id", where),
+                body=shape.text(n, "body", where),
+                mine=self._mine(shape, n, where),
+            )
+            for where, n in shape.records(items)
+            if not shape.flag(n, "system", where)
         ]
 
+    def _posted(self, shown: str, data: Any) -> Posted:
+        shape = Shape(self._client, shown)
+        return Posted(id=shape.ident(shape.record(data), "id"))
+
     def create_note(self, number: int, body: str) -> Posted:
-        answer = self._client.request(
-            "POST", f"{self._project}/merge_requests/{number}/notes", body={"body": body}
-        )
-        return Posted(id=_id(answer.data, "id"))
+        path = f"{self._project}/merge_requests/{number}/notes"
+        answer = self._client.request("POST", path, body={"body": body})
+        return self._posted(f"POST {path}", answer.data)
 
     def update_note(self, number: int, note_id: int, body: str) -> Posted:
-        answer = self._client.request(
-            "PUT", f"{self._project}/merge_requests/{number}/notes/{note_id}", body={"body": body}
-        )
-        return Posted(id=_id(answer.data, "id"))
+        path = f"{self._project}/merge_requests/{number}/notes/{note_id}"
+        answer = self._client.request("PUT", path, body={"body": body})
+        return self._posted(f"PUT {path}", answer.data)
 
     def issues(self, label: str) -> list[Issue]:
         self._whoami()
-        items = pages(
-            self._client, f"{self._project}/issues", query={"labels": label, "state": "opened"}
-        )
+        path = f"{self._project}/issues"
+        shape = Shape(self._client, f"GET {path}")
+        items = pages(self._client, path, query={"labels": label, "state": "opened"})
         return [
             Issue(
-                number=_id(i, "iid"),
-                title=_text(i.get("title")),
-                body=_text(i.get("description")),
-                mine=self._mine(i),
-                url=_text(i.get("web_url")),
+                number=shape.ident(i, "iid", where),
+                title=shape.text(i, "title", where),
+                body=shape.text(i, "description", where),
+                mine=self._mine(shape, i, where),
+                url=shape.url(i, "web_url", where),
             )
-            for i in items
+            for where, i in shape.records(items)
         ]
 
     def create_issue(self, *, title: str, body: str, label: str) -> Posted:
+        path = f"{self._project}/issues"
         answer = self._client.request(
-            "POST",
-            f"{self._project}/issues",
-            body={"title": title, "description": body, "labels": label},
+            "POST", path, body={"title": title, "description": body, "labels": label}
         )
-        labels = answer.data.get("labels") if isinstance(answer.data, dict) else None
-        names = tuple(_text(n) for n in (labels if isinstance(labels, list) else []))
+        shape = Shape(self._client, f"POST {path}")
+        item = shape.record(answer.data)
         return Posted(
-            id=_id(answer.data, "iid"), url=_text(answer.data.get("web_url")), labels=names
+            id=shape.ident(item, "iid"), url=shape.url(item, "web_url"), labels=shape.labels(item)
         )
 
     def update_issue(self, number: int, *, title: str, body: str) -> Posted:

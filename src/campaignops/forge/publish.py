@@ -15,8 +15,14 @@ from pathlib import Path
 from typing import Protocol
 
 from campaignops.errors import CampaignError, InputError, UsageError
+from campaignops.forge.http import ApiError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NOT_OURS_HINT = (
+    "the job lacks the permission to write (docs/gitops.md, Tokens), or the comment is not by "
+    "the account the token posts as: on GitHub, --author must name that account "
+    "(github-actions[bot] for GITHUB_TOKEN)"
+)
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,14 @@ def comment(forge: Forge, *, number: int, name: str, body: str, kind: str) -> Ou
         return Outcome(action="created", kind=kind, id=made.id, url=made.url)
     if existing.body == text:
         return Outcome(action="unchanged", kind=kind, id=existing.id, url=existing.url)
-    done = forge.update_note(number, existing.id, text)
+    try:
+        done = forge.update_note(number, existing.id, text)
+    except ApiError as exc:
+        if exc.status != 403:
+            raise
+        raise ApiError(
+            status=exc.status, message=exc.message, hint=NOT_OURS_HINT, api_message=exc.api_message
+        ) from None
     return Outcome(action="updated", kind=kind, id=existing.id, url=done.url or existing.url)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from campaignops.errors import UsageError
-from campaignops.forge.http import check_base_url
+from campaignops.forge.http import check_base_url, check_token
 
 PLATFORMS = ("github", "gitlab")
 GITLAB_TOKEN = "CAMPAIGN_GITLAB_TOKEN"
@@ -24,7 +24,8 @@ class Settings:
     platform: str  # "github" or "gitlab"
     api_url: str
     project: str  # "owner/repo" (GitHub) or the project id or path (GitLab)
-    token: str  # empty only when ``fork`` and no token reached the job (see ``needs_token``)
+    # Empty only when ``fork`` and no token reached the job; never in a repr.
+    token: str = field(repr=False)
     number: int | None  # the pull request / merge request, when the command needs one
     fork: bool  # the change comes from a fork: its job's token cannot write here
     summary: Path | None  # GITHUB_STEP_SUMMARY, where an unpublished review is left
@@ -91,7 +92,8 @@ def github(env: Mapping[str, str], *, number: int | None, for_comment: bool) -> 
     repo = _need(env, "GITHUB_REPOSITORY", "the OWNER/REPO to publish to")
     if repo.count("/") != 1 or "" in repo.split("/"):
         raise UsageError(message=f"GITHUB_REPOSITORY {repo!r} is not OWNER/REPO")
-    token = env.get("GITHUB_TOKEN", "").strip() or env.get("GH_TOKEN", "").strip()
+    variable = "GITHUB_TOKEN" if env.get("GITHUB_TOKEN", "").strip() else "GH_TOKEN"
+    token = check_token(env.get(variable, "").strip(), variable=variable)
     if not token:
         raise UsageError(
             message="neither GITHUB_TOKEN nor GH_TOKEN is set: the token to publish with",
@@ -135,7 +137,7 @@ def gitlab(env: Mapping[str, str], *, number: int | None, for_comment: bool) -> 
     if number is None and for_comment:
         raw = _need(env, "CI_MERGE_REQUEST_IID", "the merge request (set in MR pipelines only)")
         number = _number(raw, source="CI_MERGE_REQUEST_IID")
-    token = env.get(GITLAB_TOKEN, "").strip()
+    token = check_token(env.get(GITLAB_TOKEN, "").strip(), variable=GITLAB_TOKEN)
     if not token and not (fork and for_comment):
         raise UsageError(
             message=f"{GITLAB_TOKEN} is not set: GitLab's CI_JOB_TOKEN cannot write "
