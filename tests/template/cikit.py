@@ -193,9 +193,7 @@ def run_gitlab(world: World, cwd: Path, predefined: Mapping[str, str]) -> Ran:
     return Ran(code=proc.returncode, out=proc.stdout)
 
 
-_RULE_TERM = re.compile(
-    r'^\$(?P<var>\w+)(?:\s*==\s*(?:"(?P<value>[^"]*)"|\$(?P<other>\w+)))?$'
-)
+_RULE_TERM = re.compile(r'^\$(?P<var>\w+)(?:\s*==\s*(?:"(?P<value>[^"]*)"|\$(?P<other>\w+)))?$')
 
 
 def rule_matches(expression: str, variables: Mapping[str, str]) -> bool:
@@ -213,7 +211,9 @@ def rule_matches(expression: str, variables: Mapping[str, str]) -> bool:
     return True
 
 
-def applying_rule(rules: list[dict[str, object]], variables: Mapping[str, str]) -> dict[str, object]:
+def applying_rule(
+    rules: list[dict[str, object]], variables: Mapping[str, str]
+) -> dict[str, object]:
     """The first rule that applies (its `when`, `variables`); `{"when": "never"}` if none."""
     for rule in rules:
         if "if" not in rule or rule_matches(str(rule["if"]), variables):

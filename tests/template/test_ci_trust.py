@@ -23,7 +23,9 @@ from tests.template.conftest import ROOT, full_answers, render_copier
 
 AUDIT = ".github/workflows/audit.yml"
 # `uses: owner/repo@<40 hex> # vX.Y.Z`: the SHA is what runs, the comment is what a person reads.
-PINNED = re.compile(r"^\s*(?:- )?uses: (?P<action>[\w.-]+/[\w./-]+)@(?P<sha>[0-9a-f]{40}) # v\d+\.\d+\.\d+$")
+PINNED = re.compile(
+    r"^\s*(?:- )?uses: (?P<action>[\w.-]+/[\w./-]+)@(?P<sha>[0-9a-f]{40}) # v\d+\.\d+\.\d+$"
+)
 USES = re.compile(r"^\s*(?:- )?uses:")
 WORKFLOW_SOURCES = ROOT / "template" / "{{cookiecutter.campaign_slug}}" / ".github" / "workflows"
 
