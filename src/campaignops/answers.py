@@ -31,7 +31,21 @@ EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 # separators as line breaks and refuses the rest outright, so campaign.yaml would not load. No
 # Jinja delimiters either: cookiecutter renders every answer as a template (unsandboxed) before
 # any hook can refuse it, so `{{ … }}` in an answer would be evaluated, not printed.
-TEXT = r"(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]*"
+# No format characters either (Unicode category Cf, as of Unicode 15): bidi controls (U+202A-E,
+# U+2066-9, U+200E/F, U+061C) make a name display as other text than it is (U+202E reverses what
+# follows it), and zero-width ones (U+200B-D, U+2060, U+FEFF) make two names that look alike
+# differ. Written out, not taken from unicodedata, so copier.yml's copy of the rule cannot change
+# with the Python that generates it; a test holds it to the running Python's Cf.
+FORMAT_CHARS = (
+    r"\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    r"\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+TEXT = (
+    r"(?!.*(\{\{|\{%|\{#))[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff"
+    + FORMAT_CHARS
+    + r"]*"
+)
 BACKEND_LIST = r"(" + "|".join(BACKENDS) + r")(,(" + "|".join(BACKENDS) + r"))*"
 INTEGER = r"[0-9]{1,9}"
 NUMBER = r"[0-9]{1,9}(\.[0-9]{1,4})?"
@@ -120,12 +134,18 @@ QUESTIONS: tuple[Question, ...] = (
 )
 NAMES = tuple(q.name for q in QUESTIONS)
 
+_NO_FORMAT = (
+    ", and without invisible format characters (bidi controls such as U+202E, zero-width spaces)"
+)
 MESSAGES: Mapping[str, str] = {
-    "campaign_name": "campaign_name must be 1-100 printable characters on one line, without {{, {% or {#",
+    "campaign_name": "campaign_name must be 1-100 printable characters on one line, without {{, {% or {#"
+    + _NO_FORMAT,
     "campaign_slug": "campaign_slug must be lowercase letters, digits and dashes, start with a "
     "letter or digit, at most 63 characters",
-    "description": "description must be at most 500 printable characters on one line, without {{, {% or {#",
-    "owner_name": "owner_name must be 1-100 printable characters on one line, without {{, {% or {#",
+    "description": "description must be at most 500 printable characters on one line, without "
+    "{{, {% or {#" + _NO_FORMAT,
+    "owner_name": "owner_name must be 1-100 printable characters on one line, without {{, {% or {#"
+    + _NO_FORMAT,
     "owner_email": "owner_email must be an e-mail address like name@example.org",
     "notify_email": "notify_email must be an e-mail address like name@example.org",
     "backends": "backends must be a comma-separated list (no spaces, no repeats) of: "

@@ -175,7 +175,7 @@ def test_fix_rewrites_keeps_mode_and_second_run_is_clean(repo: Path, run) -> Non
     script.write_bytes(b"\xef\xbb\xbf" + original.replace(b"\n", b"\r\n"))
     script.chmod(0o755)
     queue = campaign / "queues/example.txt"
-    queue.write_bytes(b"a t\r\nb t\rc t\r")
+    queue.write_bytes(b"a t\r\nb t\r\r\nc t\r\n")  # CR CR LF: a CRLF file converted twice
     attributes = campaign / ".gitattributes"
     attributes.write_bytes(b"*.sh text eol=lf")
 

@@ -169,5 +169,46 @@ def test_normalize_keeps_spans_and_counts() -> None:
     spans = eolfix.quoted_spans(text)
     assert spans is not None
     fixed = eolfix.normalize(text, spans)
-    assert fixed.data == b'a: 1\nb: "x\ry"\nc: 2\n'
-    assert fixed.converted == 3 and len(fixed.kept) == 1
+    assert fixed.data == b'a: 1\nb: "x\ry"\rc: 2\n'
+    assert fixed.converted == 2
+    assert (fixed.kept, fixed.lone) == ((len('a: 1\nb: "x'),), (len('a: 1\nb: "x\ry"'),))
+
+
+# A CRLF script whose quoted string holds a raw CR (a progress line that returns the cursor).
+SCRIPT_WITH_CR = b'#!/usr/bin/env bash\r\nprintf "50%%\r100%%\\n"\r\nmsg="two\r\nlines"\r\n'
+
+
+def test_fix_keeps_a_lone_cr_inside_a_shell_string_and_says_so(repo: Path, run) -> None:  # type: ignore[no-untyped-def]
+    path = track(repo, "scripts/progress.v1.sh", SCRIPT_WITH_CR)
+    result = run(*FIX)
+    # The CRLF line endings become LF (the one inside the quoted string too: it ends a line);
+    # the CR inside the line is data and stays byte for byte.
+    assert path.read_bytes() == (
+        b'#!/usr/bin/env bash\nprintf "50%%\r100%%\\n"\nmsg="two\nlines"\n'
+    )
+    found = {f["id"]: f for f in result.json()["findings"] if f["path"] == "scripts/progress.v1.sh"}
+    assert str(found["EOL001"]["hint"]).startswith(
+        "partly fixed in place: 4 line endings converted to LF; 1 lone CR (no LF after it) "
+        "left as written (EOL007)"
+    )
+    assert (found["EOL007"]["line"], found["EOL007"]["col"]) == (2, len('printf "50%%') + 1)
+    assert "printf '\\r'" in str(found["EOL007"]["hint"])
+    # Nothing more to convert on a second run, and the CR is still named.
+    again = run(*FIX)
+    assert path.read_bytes().count(b"\r") == 1
+    assert [f["id"] for f in again.json()["findings"]] == ["EOL001", "EOL007"]
+
+
+@pytest.mark.parametrize(
+    ("data", "fixed"),
+    [
+        (b"a t\rb t\n", b"a t\rb t\n"),  # mid-line: data
+        (b"a t\r\r\nb t\r\n", b"a t\nb t\n"),  # CRs before an LF: one line ending
+        (b"a t\rb t\r", b"a t\rb t\r"),  # CR alone as line ends: by hand (tr), not guessed
+    ],
+)
+def test_fix_converts_only_crs_that_end_a_line(repo: Path, run, data: bytes, fixed: bytes) -> None:  # type: ignore[no-untyped-def]
+    queue = track(repo, "queues/example.txt", data)
+    run(*FIX)
+    assert queue.read_bytes() == fixed
+    assert eolfix.normalize(fixed.decode()).data == fixed  # a second fix changes nothing

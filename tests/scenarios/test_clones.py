@@ -17,7 +17,7 @@ import pytest
 
 from campaignops import ledger
 from campaignops.runner import local, localstate
-from tests.conftest import git
+from tests.conftest import TODAY, git
 
 RECORDS = (".campaign/ledger.jsonl", "STATUS.md")
 
@@ -123,3 +123,45 @@ def test_a_refresh_in_one_clone_never_overwrites_the_others_local_job(  # type: 
     git(alice, "commit", "-qm", "smoke completed", "--", *RECORDS)
     _pull(alice, bob)
     assert ledger.read(alice).by_id[mine.ledger_id].state == "COMPLETED"
+
+
+def _lock_and_learn(run, root: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A new wrapper locked and a lesson added in ``root``, committed: what each clone does."""
+    monkeypatch.chdir(root)
+    wrapper = root / f"scripts/{name}.v1.sh"
+    wrapper.write_text(f"#!/usr/bin/env bash\necho {name}\n", encoding="utf-8")
+    assert run("lock", f"scripts/{name}.v1.sh").code == 0
+    lesson = run(
+        "lesson", "add", f"{name}'s job failed", f"{name} fixed it", "--entry", "new",
+        "--today", TODAY.isoformat(),
+    )  # fmt: skip
+    assert lesson.code == 0, lesson.err
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", f"{name}: a wrapper locked, a lesson learned")
+
+
+def test_two_clones_merge_the_wrappers_lock_and_the_lessons_without_conflict(  # type: ignore[no-untyped-def]
+    clones: tuple[Path, Path], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice, bob = clones
+    # Round 1: neither clone has a lock yet (both create it); round 2: both append to it.
+    for round_ in (1, 2):
+        _lock_and_learn(run, alice, f"alice{round_}", monkeypatch)
+        _lock_and_learn(run, bob, f"bob{round_}", monkeypatch)
+        alice_head = git(alice, "rev-parse", "HEAD")
+        _pull(bob, alice)
+        assert git(bob, "status", "--porcelain") == ""  # no conflict
+        _pull(alice, bob)
+        monkeypatch.chdir(bob)
+        lock = (bob / ".campaign/wrappers.lock").read_text(encoding="utf-8")
+        lessons = (bob / "LESSONS.md").read_text(encoding="utf-8")
+        for n in range(1, round_ + 1):
+            for name in (f"alice{n}", f"bob{n}"):
+                assert lock.count(f"scripts/{name}.v1.sh sha256:") == 1, lock
+                assert lessons.count(f"· {name}'s job failed ·") == 1, lessons
+        assert lock.count("# campaignops wrapper lock") == 1  # one header, not two
+        full = run("check")
+        assert (full.code, full.out) == (0, ""), full.out + full.err
+        # The merged branch as a pull request against Alice's side: nothing "inserted".
+        against = run("check", "--base", alice_head)
+        assert (against.code, against.out) == (0, ""), against.out + against.err

@@ -193,23 +193,34 @@ def run_gitlab(world: World, cwd: Path, predefined: Mapping[str, str]) -> Ran:
     return Ran(code=proc.returncode, out=proc.stdout)
 
 
-_RULE_TERM = re.compile(r'^\$(?P<var>\w+)(?:\s*==\s*"(?P<value>[^"]*)")?$')
+_RULE_TERM = re.compile(r'^\$(?P<var>\w+)(?:\s*==\s*(?:"(?P<value>[^"]*)"|\$(?P<other>\w+)))?$')
 
 
 def rule_matches(expression: str, variables: Mapping[str, str]) -> bool:
-    """GitLab's `rules: if:` for the forms the template uses: `$VAR`, `$VAR == "x"`, `&&`."""
+    """GitLab's `rules: if:` for the forms the template uses: `$VAR`, `$VAR == "x"`,
+    `$VAR == $OTHER`, `&&`."""
     for term in expression.split("&&"):
         match = _RULE_TERM.match(term.strip())
         assert match, f"rule form not understood here: {term!r}"
         value = variables.get(match["var"], "")
-        if (value != match["value"]) if match["value"] is not None else not value:
+        if match["other"] is not None:
+            if value != variables.get(match["other"], ""):
+                return False
+        elif (value != match["value"]) if match["value"] is not None else not value:
             return False
     return True
 
 
-def first_rule(rules: list[dict[str, str]], variables: Mapping[str, str]) -> str:
-    """`when` of the first rule that applies ("on_success" by default); "never" if none."""
+def applying_rule(
+    rules: list[dict[str, object]], variables: Mapping[str, str]
+) -> dict[str, object]:
+    """The first rule that applies (its `when`, `variables`); `{"when": "never"}` if none."""
     for rule in rules:
-        if "if" not in rule or rule_matches(rule["if"], variables):
-            return rule.get("when", "on_success")
-    return "never"
+        if "if" not in rule or rule_matches(str(rule["if"]), variables):
+            return rule
+    return {"when": "never"}
+
+
+def first_rule(rules: list[dict[str, object]], variables: Mapping[str, str]) -> str:
+    """`when` of the first rule that applies ("on_success" by default); "never" if none."""
+    return str(applying_rule(rules, variables).get("when", "on_success"))

@@ -137,3 +137,69 @@ def test_campaign_new_refuses_the_cookiecutter_answer(tmp_path: Path, run, monke
 def test_validate_names_answers_outside_the_questionnaire() -> None:
     data = {**full_answers("camp", {}), "cookiecutter": "{}", "_template": "x"}
     assert list(answers_mod.validate(data)) == ["cookiecutter"]
+
+
+# Bidi controls (U+202A-E, U+2066-9, U+200E/F, U+061C) and other format characters (Cf): a
+# campaign named "\u202eevil" displays reversed in every heading, log and review it reaches.
+BIDI = [*"\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"]
+OTHER_FORMAT = ["\u200b", "\u200d", "\u2060", "\ufeff", "\xad", "\U000e0041", "\U0001343f"]
+
+
+def _with(name: str, char: str) -> dict[str, str]:
+    """Valid answers, then ``char`` put inside ``name``'s."""
+    data = full_answers("camp", {})
+    value = data[name]
+    data[name] = value[:1] + char + value[1:]
+    return data
+
+
+def _refused_by_both_engines(tmp_path: Path, name: str, data: dict[str, str]) -> None:
+    from cookiecutter.exceptions import FailedHookException
+
+    with pytest.raises(ValueError, match=r"Validation error|Invalid choice") as info:
+        render_copier(tmp_path / "copier", data)
+    assert name in str(info.value)
+    assert not (tmp_path / "copier" / "campaign.yaml").exists()
+    with pytest.raises((FailedHookException, ValueError)):
+        render_cookiecutter(tmp_path / "cookiecutter", data)
+    assert not (tmp_path / "cookiecutter" / "camp").exists()
+
+
+@pytest.mark.parametrize("name", answers_mod.NAMES)
+def test_a_right_to_left_override_is_refused_in_every_answer_by_every_way_in(
+    tmp_path: Path, run, monkeypatch, name: str
+) -> None:  # type: ignore[no-untyped-def]
+    data = _with(name, "\u202e")
+    assert name in answers_mod.validate(data)
+    _refused_by_both_engines(tmp_path, name, data)
+    monkeypatch.chdir(tmp_path)
+    result = run("new", "camp", "--defaults", "--data", f"{name}={data[name]}")
+    assert result.code == 2
+    assert "\u202e" not in result.err and "\\u202e" in result.err  # shown escaped, never live
+    assert not (tmp_path / "camp").exists()
+
+
+@pytest.mark.parametrize("char", BIDI + OTHER_FORMAT, ids=lambda c: f"U+{ord(c):04X}")
+def test_format_characters_are_refused_in_free_text_by_both_engines(
+    tmp_path: Path, char: str
+) -> None:
+    # The three free-text answers share one rule (TEXT); the engines are run on one of them.
+    for name in ("campaign_name", "description", "owner_name"):
+        data = _with(name, char)
+        assert answers_mod.validate(data) == {name: answers_mod.MESSAGES[name]}
+    _refused_by_both_engines(tmp_path, "campaign_name", _with("campaign_name", char))
+
+
+def test_every_format_character_this_python_knows_is_refused() -> None:
+    import unicodedata
+
+    format_chars = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    assert len(format_chars) > 150
+    allowed = [
+        f"U+{ord(c):04X}"
+        for c in format_chars
+        if answers_mod.validate_one("campaign_name", f"a{c}b") is None
+    ]
+    assert allowed == [], "add them to answers.FORMAT_CHARS"
+    # Letters of every script still pass (the rule is about invisible characters only).
+    assert answers_mod.validate_one("campaign_name", "Ünïcødé Łódź 東京 القاهرة") is None

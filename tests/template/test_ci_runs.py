@@ -274,9 +274,22 @@ def test_gitlab_merge_request_checks_against_the_diff_base(world: World) -> None
 @pytest.mark.parametrize(
     ("variables", "pipeline", "jobs"),
     [
-        # A merge request pipeline: check and review.
+        # A merge request pipeline: check and review (a fork's too: the review is not posted).
         (
-            {"CI_PIPELINE_SOURCE": "merge_request_event"},
+            {
+                "CI_PIPELINE_SOURCE": "merge_request_event",
+                "CI_PROJECT_ID": "7",
+                "CI_MERGE_REQUEST_SOURCE_PROJECT_ID": "7",
+            },
+            "on_success",
+            {"campaign-check", "campaign-review"},
+        ),
+        (
+            {
+                "CI_PIPELINE_SOURCE": "merge_request_event",
+                "CI_PROJECT_ID": "7",
+                "CI_MERGE_REQUEST_SOURCE_PROJECT_ID": "99",
+            },
             "on_success",
             {"campaign-check", "campaign-review"},
         ),
@@ -296,9 +309,23 @@ def test_gitlab_merge_request_checks_against_the_diff_base(world: World) -> None
             {"campaign-check"},
         ),
         (
-            {"CI_PIPELINE_SOURCE": "schedule", "CI_COMMIT_BRANCH": "main"},
+            {
+                "CI_PIPELINE_SOURCE": "schedule",
+                "CI_COMMIT_BRANCH": "main",
+                "CI_COMMIT_REF_PROTECTED": "true",
+            },
             "on_success",
             {"campaign-audit"},
+        ),
+        # A schedule on an unprotected branch: the audit (which holds the token) does not run.
+        (
+            {
+                "CI_PIPELINE_SOURCE": "schedule",
+                "CI_COMMIT_BRANCH": "f",
+                "CI_COMMIT_REF_PROTECTED": "false",
+            },
+            "on_success",
+            set(),
         ),
     ],
 )

@@ -50,6 +50,14 @@ CODES = code_table(
         "break (folded to a space); write \\r inside double quotes if the CR is meant",
     ),
     *leftovers.CODES,
+    Code(
+        id="EOL007",
+        message="lone CR (no LF after it) at line {lineno} ({kept} such CR in the file); "
+        "--fix converts CRLF line endings only and leaves a lone CR as written",
+        hint="edit it by hand: a CR inside a line is data (a quoted shell string, a progress "
+        "line); write it as an escape (printf '\\r', $'\\r') if it is meant, or delete it; if "
+        "the file ends its lines with CR alone, convert them: tr '\\r' '\\n'",
+    ),
 )
 # With --fix the finding is still reported (so the hook fails and the change gets reviewed),
 # with one of these hints in place of the instructions.
@@ -59,9 +67,13 @@ FIXED_HINTS = {
     "EOL003": "fixed: '{pattern} text eol=lf' appended to .gitattributes; review and stage it, then run git add --renormalize .",
 }
 PARTLY_FIXED_HINT = (
-    "partly fixed in place: {count} line endings converted to LF; {kept} CR inside quoted YAML "
-    "strings left as written (EOL004); review the change (git diff) and stage it"
+    "partly fixed in place: {count} line endings converted to LF; {left}; review the change "
+    "(git diff) and stage it"
 )
+LEFT = {
+    "EOL004": "{n} CR inside quoted YAML strings left as written (EOL004)",
+    "EOL007": "{n} lone CR (no LF after it) left as written (EOL007)",
+}
 LOCKED_HINT = (
     "not fixed: this exact content is locked in .campaign/wrappers.lock and must not change; "
     "copy it to the next wrapper version with LF line endings"
@@ -267,15 +279,17 @@ def _fix_file(
     if fixed.data != data and not _rewrite(ctx, rel, fixed.data):
         yield from found
         return
+    left = {code: crs for code, crs in (("EOL004", fixed.kept), ("EOL007", fixed.lone)) if crs}
     for f in found:
-        if f.id == "EOL001" and fixed.kept:
-            hint = PARTLY_FIXED_HINT.format(count=fixed.converted, kept=len(fixed.kept))
+        if f.id == "EOL001" and left:
+            said = "; ".join(LEFT[code].format(n=len(crs)) for code, crs in left.items())
+            hint = PARTLY_FIXED_HINT.format(count=fixed.converted, left=said)
         else:
             hint = FIXED_HINTS[f.id].format(count=fixed.converted)
         yield dataclasses.replace(f, hint=hint)
-    if fixed.kept:
-        line, col = position(fixed.data, fixed.data.index(b"\r"))
-        yield CODES["EOL004"].at(rel, line, col, lineno=line, kept=len(fixed.kept))
+    for code, crs in left.items():
+        line, col = position(fixed.data, fixed.byte_offset(crs[0]))
+        yield CODES[code].at(rel, line, col, lineno=line, kept=len(crs))
 
 
 def _check_file(ctx: CheckContext, rel: str, tracked: frozenset[str] | None) -> Iterator[Finding]:

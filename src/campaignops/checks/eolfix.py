@@ -8,6 +8,9 @@ it can and nothing it cannot take back:
 - only valid UTF-8 text: a file with NUL bytes or invalid UTF-8 may be binary or another
   encoding, where a CR byte is not a line ending;
 - in YAML, never inside a quoted scalar: a CR between quotes is part of the value as written;
+- only CRs that end a line (CRLF, or a run of CRs before the LF: CR CR LF is a CRLF file
+  converted twice): a lone CR mid-line is data (a progress line, a CR inside a quoted shell
+  string) that a line break would change, so it stays and is reported for a manual fix;
 - in place, through the same inode (``r+``, write, truncate, fsync), so the file's mode, owner,
   extended attributes and hard links survive (a rename over the file would lose all four).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Sequence
@@ -106,34 +110,53 @@ def quoted_spans(text: str) -> list[tuple[int, int]] | None:
     ]
 
 
+# A line ending with CRs before its LF: CRLF, and CR CR LF (a CRLF file converted once more).
+LINE_END_CR = re.compile("\r+\n")
+
+
 @dataclass(frozen=True)
 class Normalized:
     data: bytes
     converted: int  # line endings turned into LF
-    kept: tuple[int, ...]  # character offsets of CRs left inside quoted scalars
+    kept: tuple[int, ...]  # character offsets, in the fixed text, of CRs left inside quoted scalars
+    lone: tuple[int, ...]  # character offsets, in the fixed text, of lone CRs left elsewhere
+
+    def byte_offset(self, char_offset: int) -> int:
+        """``char_offset`` in the fixed text as an offset into ``data``."""
+        return len(self.data.decode("utf-8")[:char_offset].encode("utf-8"))
 
 
 def normalize(text: str, spans: Sequence[tuple[int, int]] = ()) -> Normalized:
-    """LF line endings and no leading BOM, except inside ``spans`` (left byte for byte)."""
+    """LF line endings and no leading BOM, except inside ``spans`` (left byte for byte).
+
+    Only CRs before an LF end a line; a lone CR stays where it is (see the module docstring).
+    """
     out: list[str] = []
+    size = 0
     converted = 0
     kept: list[int] = []
+    lone: list[int] = []
     pos = 0
-    for start, end in sorted(spans):
+    for start, end in [*sorted(spans), (len(text), len(text))]:
         if start < pos:  # overlapping spans do not occur; be safe anyway
             continue
-        chunk = text[pos:start]
-        converted += chunk.count("\r")  # CRLF and lone CR each count once
-        out.append(chunk.replace("\r\n", "\n").replace("\r", "\n"))
+        chunk, count = LINE_END_CR.subn("\n", text[pos:start])
+        converted += count
+        lone.extend(size + i for i, ch in enumerate(chunk) if ch == "\r")
+        size += len(chunk)
         inside = text[start:end]
-        kept.extend(start + i for i, ch in enumerate(inside) if ch == "\r")
-        out.append(inside)
+        kept.extend(size + i for i, ch in enumerate(inside) if ch == "\r")
+        size += len(inside)
+        out.extend((chunk, inside))
         pos = end
-    tail = text[pos:]
-    converted += tail.count("\r")
-    out.append(tail.replace("\r\n", "\n").replace("\r", "\n"))
-    result = "".join(out).removeprefix(BOM)
-    return Normalized(data=result.encode("utf-8"), converted=converted, kept=tuple(kept))
+    result = "".join(out)
+    shift = 1 if result.startswith(BOM) else 0
+    return Normalized(
+        data=result[shift:].encode("utf-8"),
+        converted=converted,
+        kept=tuple(k - shift for k in kept),
+        lone=tuple(k - shift for k in lone),
+    )
 
 
 def write_in_place(path: Path, data: bytes, *, rel: str) -> None:

@@ -111,10 +111,13 @@ def _appended_only(ctx: CheckContext, text: str) -> Iterator[Finding]:
 
 
 def base_changes(before: Sequence[str], now: Sequence[str]) -> list[tuple[str, str, int | None]]:
-    """How ``now`` breaks "``before`` is an unchanged prefix": ``(change, entry, index in now)``.
+    """How ``now`` breaks "every entry of ``before`` is kept, unchanged and in its order":
+    ``(change, entry, index in now)``.
 
-    ``change`` is 'changed', 'removed', 'moved' (a base entry elsewhere than its place) or
-    'inserted before older entries'; the index is None for a removal.
+    ``change`` is 'changed', 'removed' or 'moved' (a base entry elsewhere than its place); the
+    index is None for a removal. A new entry may stand anywhere: git's union merge of two clones
+    puts one side's new lines before the other's, and an entry inserted to shadow an older one
+    for the same path names a second digest, which WRAP005 reports whatever its place.
     """
     if list(now[: len(before)]) == list(before):
         return []
@@ -136,12 +139,6 @@ def base_changes(before: Sequence[str], now: Sequence[str]) -> list[tuple[str, s
                 else:
                     out.append(("moved", before[k], moved))
                     claimed.add(moved)
-    for tag, _i1, i2, j1, j2 in opcodes:
-        # New entries before the last base entry break the prefix; after it they are appends.
-        if tag in ("replace", "insert") and i2 < len(before):
-            for j in range(j1, j2):
-                if j not in claimed:
-                    out.append(("inserted before older entries", now[j], j))
     return out
 
 
