@@ -145,7 +145,7 @@ def _number(v: Any) -> bool:
 
 # What job.json's keys must hold (None is allowed for each but indices); checked before start.
 SHAPES: dict[str, Callable[[Any], bool]] = {
-    "indices": _ints,
+    "indices": lambda v: _ints(v) and all(0 <= i < 10**9 for i in v),  # a status key each
     "gpus": _ints,
     "after": lambda v: isinstance(v, list) and all(parent_of(j) is not None for j in v),
     "max_parallel": lambda v: isinstance(v, int) and v > 0,

@@ -2,10 +2,10 @@
 
 A rented box is somebody else's computer: its executor (campaignops/remote/boxexec.py) may be
 damaged, another version, or replaced, so every JSON document that comes back is read as
-untrusted. ``status_answer`` checks the executor's ``status`` document (shape and types, task
-indices, string lengths) and returns only the fields the runner reads; anything else raises
-BadAnswer naming the first thing wrong, which the caller turns into UNKNOWN tasks with that
-reason (never a traceback, never a recorded state). ``index_of`` is the one rule for a task
+untrusted. ``status_answer`` checks the executor's ``status`` document (shape, types, task
+indices, sizes; strings cut at MAX_TEXT) and returns only the fields the runner reads; else
+it raises BadAnswer naming the first thing wrong, which the caller turns into UNKNOWN tasks
+with that reason (never a traceback, never a recorded state). ``index_of`` is the one rule for a task
 index sent as a JSON key.
 """
 
@@ -23,7 +23,7 @@ Json = dict[str, Any]
 # A task index as a JSON key: ASCII digits only ("²".isdigit() holds, int("²") raises), short
 # enough for int() (Python refuses over 4,300 digits) and for an array's size.
 INDEX = re.compile(r"[0-9]{1,9}")
-MAX_TEXT = 2000  # a reason, a time, a job id: longer is no answer our executor gives
+MAX_TEXT = 2000  # a reason, a time: cut there (a longer reason is kept short, not refused)
 MAX_ITEMS = 100_000  # jobs on a box, tasks of a job, GPUs, awaited parents
 TEXT = "a string"
 WHOLE = "an integer"
@@ -76,7 +76,7 @@ def _list(value: object, where: str) -> list[Any]:
 
 
 def _is_text(value: object) -> bool:
-    return isinstance(value, str) and len(value) <= MAX_TEXT
+    return isinstance(value, str)
 
 
 def _is_whole(value: object) -> bool:
@@ -95,7 +95,7 @@ def _field(doc: Mapping[str, Any], key: str, where: str, *, wanted: str, null: b
     }[wanted]
     if not check(value):
         raise _bad(f"{where}.{key}", wanted + ("" if not null else " or null"), value)
-    return value
+    return value[:MAX_TEXT] if isinstance(value, str) else value
 
 
 # The task fields the executor's status gives (boxexec.PUBLIC), by type.
