@@ -11,6 +11,9 @@ back, the next refresh records the job COMPLETED.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -78,3 +81,29 @@ def test_a_box_answering_garbage_leaves_its_tasks_unknown(camp: Path, run, ssh_b
     finally:
         executor.write_bytes(real)
     assert story.refreshed_until_finished(run, camp).state == "COMPLETED"
+
+
+def test_a_control_directory_others_can_enter_is_not_used_and_said_once(  # type: ignore[no-untyped-def]
+    camp: Path, run, ssh_boxes, ssh_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 2 through the CLI: the runtime directory holds a control directory open to all
+    (as another user could leave it in /tmp; tests/runner/test_sshlink_control.py does that
+    with a real second user). The refresh works, on connections of its own, and says why once."""
+    runtime = Path(tempfile.mkdtemp(prefix="xdg", dir="/tmp"))
+    try:
+        hostile = runtime / f"campaignops-ssh-{os.getuid()}"
+        hostile.mkdir()
+        hostile.chmod(0o777)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        assert run("submit", "manifests/naps.yaml", "--stage", "smoke").code == 0
+        start = len(ssh_log.read_text().splitlines())
+        done = run("status", "--refresh")
+        assert done.code == 0, done.err
+        warned = [line for line in done.err.splitlines() if "no shared connection" in line]
+        assert len(warned) == 1 and f"{hostile} has mode 0777" in warned[0], done.err
+        argvs = ssh_log.read_text().splitlines()
+        assert len(argvs) > start and not any("Control" in a for a in argvs), argvs
+        assert list(hostile.iterdir()) == []
+        assert story.refreshed_until_finished(run, camp).state == "COMPLETED"
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
