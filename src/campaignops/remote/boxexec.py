@@ -219,7 +219,7 @@ PUBLIC_TYPES = {"state": str, "exit_code": int, "start": str, "end": str, "attem
 def damaged(state: dict[str, Any]) -> str | None:
     """What in a state.json (a dict with a tasks dict) this executor did not write, or None."""
     if not isinstance(state.get("state"), str):
-        return "state is {!r}".format(state.get("state"))
+        return f"state is {state.get('state')!r}"[:200]
     for key, task in state["tasks"].items():
         if not key.isascii() or not key.isdigit() or not isinstance(task, dict):
             return f"task {key!r} is {task!r}"[:200]
@@ -277,7 +277,7 @@ class Executor:
         why = damaged(state)
         if why is not None:  # refused, never overwritten: what ran is not known
             raise BoxError(message=f"{jobdir}/state.json is damaged: {why}",
-                           hint="look at the file; remove the job directory once you know why")  # fmt: skip
+                           hint="read it; remove the job directory once you know why")  # fmt: skip
         for i in self.job["indices"]:
             state["tasks"].setdefault(str(i), {
                 "state": "PENDING", "exit_code": None, "start": None, "end": None, "attempts": 0,
@@ -618,7 +618,7 @@ def clean_sessions() -> list[str]:
 
 
 def cmd_start(jobdir: Path) -> dict[str, Any]:
-    job = load_job(jobdir)
+    job = Executor(jobdir).job  # refuses here, not in the detached run, what it cannot follow
     cleaned = clean_sessions() if shutil.which("tmux") else []
     if locked(jobdir):
         return {"started": False, "pid": holder(jobdir), "via": None, "cleaned": cleaned}

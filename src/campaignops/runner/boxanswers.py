@@ -5,8 +5,8 @@ damaged, another version, or replaced, so every JSON document that comes back is
 untrusted. ``status_answer`` checks the executor's ``status`` document (shape, types, task
 indices, sizes; strings cut at MAX_TEXT) and returns only the fields the runner reads; else
 it raises BadAnswer naming the first thing wrong, which the caller turns into UNKNOWN tasks
-with that reason (never a traceback, never a recorded state). ``index_of`` is the one rule for a task
-index sent as a JSON key.
+with that reason (never a traceback, never a recorded state). ``index_of`` is the one rule
+for a task index sent as a JSON key.
 """
 
 from __future__ import annotations
