@@ -59,6 +59,13 @@ def _bad(where: str, wanted: str, value: object) -> BadAnswer:
     return BadAnswer(message=f"{where} is {shown}, not {wanted}")
 
 
+def _at(where: str, key: str) -> str:
+    """A path into the answer for a message: a box's key quoted and cut (it may hold anything,
+    a line break included)."""
+    shown = repr(key)
+    return f"{where}[{shown if len(shown) <= 40 else shown[:37] + '...'}]"
+
+
 def _object(value: object, where: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise _bad(where, "a JSON object", value)
@@ -116,10 +123,8 @@ def _tasks(value: object, where: str) -> Json:
     for key, raw in _object(value, where).items():
         if index_of(key) is None:
             raise _bad(f"{where} key", "a task index (digits)", key)
-        task = _object(raw, f"{where}.{key}")
-        tasks[key] = {
-            f: _field(task, f, f"{where}.{key}", wanted=w) for f, w in TASK_FIELDS.items()
-        }
+        task = _object(raw, _at(where, key))
+        tasks[key] = {f: _field(task, f, _at(where, key), wanted=w) for f, w in TASK_FIELDS.items()}
     return tasks
 
 
@@ -155,7 +160,7 @@ def status_answer(doc: object) -> Json:
     BadAnswer names the first thing that is not so."""
     top = _object(doc, "the answer")
     jobs = {
-        _field({"id": k}, "id", "jobs key", wanted=TEXT, null=False): _job(v, f"jobs.{k}")
+        _field({"id": k}, "id", "jobs key", wanted=TEXT, null=False): _job(v, _at("jobs", k))
         for k, v in _object(top.get("jobs"), "jobs").items()
     }
     return {

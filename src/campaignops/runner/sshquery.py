@@ -162,7 +162,10 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
                 if isinstance(task, dict):
                     tasks[str(index)] = {**task, "instance": name}
                 else:
-                    why = answer.get("error") or "the executor does not know this task"
+                    # Why: no answer, else the executor's own word on the job (a damaged
+                    # state.json), else it does not hold the task.
+                    said = f"instance {name}: {seen['error']}" if seen.get("error") else None
+                    why = answer.get("error") or said or "the executor does not know this task"
                     tasks[str(index)] = {"state": "UNKNOWN", "reason": why, "instance": name}
         jobs.append(
             {k: record.get(k) for k in ("job_id", "name", "comment", "submitted")}
