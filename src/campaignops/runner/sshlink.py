@@ -11,7 +11,8 @@ Every call is ``ssh -T`` with the options a flaky rented link needs (research no
   the command within ~15 s instead of hanging it (the detection time is Interval × CountMax);
 - ``ControlMaster=auto`` with ``ControlPersist=60`` and ``ControlPath=<dir>/%C``: later calls
   reuse the connection (3 ms instead of 180 ms here); ``%C`` is a hash of the endpoint, so the
-  socket path stays short of the 108-byte limit (Ray's bug #4745).
+  socket path stays short of the 108-byte limit (Ray's bug #4745). Only in a directory that is
+  ours alone (control(): whoever can enter it can answer our calls), else no shared connection.
 
 Exit 255 is ssh's own failure (no route, refused, reset, timed out): retried a bounded number
 of times with a doubling pause. Every other exit is the remote command's and is returned.
@@ -126,11 +127,11 @@ def control() -> Control:
         if len(str(path)) > CONTROL_DIR_MAX or not CONTROL_SAFE.fullmatch(str(path)):
             continue
         try:
-            shared = os.lstat(base)
+            shared = base.stat()  # a system's /tmp may be a link (macOS): where it leads
         except OSError as exc:
             return Control(None, f"{base}: {exc.strerror}")
-        if shared.st_mode & 0o002 and not shared.st_mode & stat.S_ISVTX:
-            return Control(None, f"{base} is writable by everyone without the sticky bit")
+        if shared.st_mode & 0o022 and not shared.st_mode & stat.S_ISVTX:
+            return Control(None, f"{base} is writable by others without the sticky bit")
         try:
             path.mkdir(mode=0o700)  # umask may take bits away, never add them
         except FileExistsError:
