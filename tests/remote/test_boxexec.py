@@ -439,3 +439,31 @@ def test_start_refuses_a_job_file_it_cannot_follow(
     assert (out.returncode, set(answer)) == (2, {"error", "hint"})
     assert said in answer["error"]
     assert not (box.root / "j" / "state.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("state", "said"),
+    [
+        ({"state": "RUNNING", "tasks": {"0": "x"}}, "task '0' is 'x'"),
+        ({"state": "RUNNING", "tasks": {"0": {"state": "RUNNING", "exit_code": [1]}}}, "exit_code"),
+        ({"tasks": {}}, "state is None"),
+        ({"state": "RUNNING", "tasks": {"²": {"state": "RUNNING"}}}, "task '²'"),
+    ],
+)
+def test_a_state_file_it_did_not_write_is_refused_and_answered_unknown(
+    box: Box, state: dict[str, object], said: str
+) -> None:
+    """A damaged or planted state.json: start refuses it (never overwrites it), status answers
+    that job UNKNOWN with why and stays a valid answer (issue 16, item 6)."""
+    jobdir = box.job("j", {0: RAN})
+    (jobdir / "state.json").write_text(json.dumps(state))
+    out = subprocess.run(
+        [sys.executable, str(BOXEXEC), "start", str(jobdir)],
+        env=box.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    answer = json.loads(out.stdout)
+    assert (out.returncode, set(answer)) == (2, {"error", "hint"}), out
+    assert "state.json is damaged" in answer["error"] and said in answer["error"]
+    assert json.loads((jobdir / "state.json").read_text()) == state
+    view = box.status("j")["jobs"]["j"]
+    assert (view["state"], view["tasks"]) == ("UNKNOWN", {}) and said in view["error"]

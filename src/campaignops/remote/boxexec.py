@@ -111,7 +111,7 @@ def parse_gpus(text: str) -> list[dict[str, Any]]:
     rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) == 3 and cells[0].isdigit():
+        if len(cells) == 3 and cells[0].isascii() and cells[0].isdigit():
             used, total = mib(cells[1]), mib(cells[2])
             rows.append(
                 {"index": int(cells[0]), "memory_used_mib": used, "memory_total_mib": total}
@@ -145,7 +145,7 @@ def _number(v: Any) -> bool:
 
 # What job.json's keys must hold (None is allowed for each but indices); checked before start.
 SHAPES: dict[str, Callable[[Any], bool]] = {
-    "indices": _ints,
+    "indices": lambda v: _ints(v) and all(0 <= i < 10**9 for i in v),  # a status key each
     "gpus": _ints,
     "after": lambda v: isinstance(v, list) and all(parent_of(j) is not None for j in v),
     "max_parallel": lambda v: isinstance(v, int) and v > 0,
@@ -211,6 +211,28 @@ def load_job(jobdir: Path) -> dict[str, Any]:
     return job
 
 
+# The types of a task's public fields in state.json (None allowed but for state).
+PUBLIC_TYPES = {"state": str, "exit_code": int, "start": str, "end": str, "attempts": int,
+                "gpu": int, "reason": str}  # fmt: skip
+
+
+def damaged(state: dict[str, Any]) -> str | None:
+    """What in a state.json (a dict with a tasks dict) this executor did not write, or None."""
+    if not isinstance(state.get("state"), str):
+        return f"state is {state.get('state')!r}"[:200]
+    for key, task in state["tasks"].items():
+        if not key.isascii() or not key.isdigit() or not isinstance(task, dict):
+            return f"task {key!r} is {task!r}"[:200]
+        for field, kind in PUBLIC_TYPES.items():
+            value = task.get(field)
+            if (value is None and field != "state") or (
+                isinstance(value, kind) and not isinstance(value, bool)
+            ):
+                continue
+            return f"task {key} {field} is {value!r}"[:200]
+    return None
+
+
 def fold(tasks: Sequence[dict[str, Any]]) -> str:
     states = [t["state"] for t in tasks]
     if all(s in FINISHED for s in states):
@@ -252,6 +274,10 @@ class Executor:
         if not isinstance(state, dict) or not isinstance(state.get("tasks"), dict):
             state = {"job_id": self.job["job_id"], "state": "PENDING", "reason": None,
                      "started": None, "ended": None, "tasks": {}}  # fmt: skip
+        why = damaged(state)
+        if why is not None:  # refused, never overwritten: what ran is not known
+            raise BoxError(message=f"{jobdir}/state.json is damaged: {why}",
+                           hint="read it; remove the job directory once you know why")  # fmt: skip
         for i in self.job["indices"]:
             state["tasks"].setdefault(str(i), {
                 "state": "PENDING", "exit_code": None, "start": None, "end": None, "attempts": 0,
@@ -592,7 +618,7 @@ def clean_sessions() -> list[str]:
 
 
 def cmd_start(jobdir: Path) -> dict[str, Any]:
-    job = load_job(jobdir)
+    job = Executor(jobdir).job  # refuses here, not in the detached run, what it cannot follow
     cleaned = clean_sessions() if shutil.which("tmux") else []
     if locked(jobdir):
         return {"started": False, "pid": holder(jobdir), "via": None, "cleaned": cleaned}

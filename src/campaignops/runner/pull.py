@@ -28,7 +28,7 @@ from typing import Any
 
 from campaignops import ledger, roster
 from campaignops.errors import CampaignError
-from campaignops.runner import ledger_writer, sshlink
+from campaignops.runner import boxanswers, ledger_writer, sshlink
 from campaignops.runner.sshinstances import Instance
 
 VERIFIED = "verified"
@@ -128,14 +128,14 @@ def parse_outputs(stdout: str) -> dict[str, dict[int, list[dict[str, Any]]]]:
             continue
         try:
             doc = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a box's answer: 100,000 "[" is no ValueError
             continue
         if not isinstance(doc, dict) or "error" in doc:
             continue
         tasks: dict[int, list[dict[str, Any]]] = {}
         for key, files in doc.items():
-            if str(key).isdigit() and isinstance(files, list):
-                tasks[int(key)] = [f for f in files if isinstance(f, dict)]
+            if (index := boxanswers.index_of(key)) is not None and isinstance(files, list):
+                tasks[index] = [f for f in files if isinstance(f, dict)]
         found[job] = tasks
     return found
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from campaignops.errors import CampaignError
 from campaignops.runner import local, scheduler
+from campaignops.runner.boxanswers import index_of
 from campaignops.runner.spec import FINISHED, STATES, JobSpec, JobState, live
 from campaignops.runner.sshinstances import of_page
 
@@ -104,7 +105,7 @@ def after_of(script: str) -> tuple[str, ...]:
 def parse_job_id(stdout: str) -> str:
     try:
         job_id = json.loads(stdout)["job_id"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise SshBackendError(message=f"ssh submit printed {stdout[:200]!r}, not a job") from None
     if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
         raise SshBackendError(message=f"ssh submit printed job id {job_id!r}")
@@ -115,7 +116,7 @@ def placement(stdout: str) -> list[dict[str, Any]] | None:
     """The placement sshsubmit printed with the job id (what the ledger records)."""
     try:
         found = json.loads(stdout).get("placement")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return found if isinstance(found, list) else None
 
@@ -153,9 +154,9 @@ def _job(record: Mapping[str, Any]) -> JobState:
         raise SshBackendError(message=f"ssh status record {dict(record)!r} has no job id")
     raw_tasks = record.get("tasks")
     tasks = {
-        int(i): _task(job_id, int(i), t)
+        index: _task(job_id, index, t)
         for i, t in (raw_tasks.items() if isinstance(raw_tasks, Mapping) else ())
-        if str(i).isdigit() and isinstance(t, Mapping)
+        if (index := index_of(i)) is not None and isinstance(t, Mapping)
     }
     state, code = fold(tasks)
     started = sorted(t.started for t in tasks.values() if t.started)
@@ -180,7 +181,7 @@ def parse_states(outputs: Sequence[str]) -> dict[str, JobState]:
     for stdout in outputs:
         try:
             jobs = json.loads(stdout)["jobs"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise SshBackendError(message=f"ssh status printed {stdout[:200]!r}") from None
         for record in jobs if isinstance(jobs, list) else ():
             if isinstance(record, Mapping):

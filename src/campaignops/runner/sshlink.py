@@ -11,7 +11,8 @@ Every call is ``ssh -T`` with the options a flaky rented link needs (research no
   the command within ~15 s instead of hanging it (the detection time is Interval × CountMax);
 - ``ControlMaster=auto`` with ``ControlPersist=60`` and ``ControlPath=<dir>/%C``: later calls
   reuse the connection (3 ms instead of 180 ms here); ``%C`` is a hash of the endpoint, so the
-  socket path stays short of the 108-byte limit (Ray's bug #4745).
+  socket path stays short of the 108-byte limit (Ray's bug #4745). Only in a directory that is
+  ours alone (control(): whoever can enter it can answer our calls), else no shared connection.
 
 Exit 255 is ssh's own failure (no route, refused, reset, timed out): retried a bounded number
 of times with a doubling pause. Every other exit is the remote command's and is returned.
@@ -22,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shlex
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -60,20 +63,92 @@ class Answer:
 
 # ssh adds "/<40 hex of %C>.<16 random>" while it binds: the whole must fit sun_path (108).
 CONTROL_DIR_MAX = 108 - 1 - 40 - 17
+CONTROL_NAME = "campaignops-ssh-{uid}"
+# A directory ssh's -o ControlPath takes as it is: no space (ssh splits there), no "%" (a token).
+CONTROL_SAFE = re.compile(r"/[A-Za-z0-9._/+-]*")
+CONTROL_OFF = (
+    "ssh: no shared connection (each ssh call connects on its own, slower): {why}; "
+    "remove it (as its owner or root), or set XDG_RUNTIME_DIR to a directory only you can write"
+)
+
+
+@dataclass(frozen=True)
+class Control:
+    """The shared connections' socket directory, or None and why there is none."""
+
+    path: Path | None
+    why: str | None = None
+
+    @property
+    def warning(self) -> str | None:
+        return None if self.why is None else CONTROL_OFF.format(why=self.why)
+
+
+def _bases() -> list[Path]:
+    """Where the directory may go, best first: $XDG_RUNTIME_DIR (per user, on tmpfs, gone at
+    logout) when it is a real directory of ours that nobody else can write; then /tmp."""
+    found = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        try:
+            st = os.lstat(runtime)
+        except OSError:
+            st = None
+        if st is not None and _ours(st, 0o022) is None:
+            found.append(Path(runtime))
+    found.append(Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir()))
+    return found
+
+
+def _ours(st: os.stat_result, forbidden: int) -> str | None:
+    """Why a directory's lstat is not ours alone (None: it is): a link, another owner, or
+    mode bits in ``forbidden`` that let others in."""
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}, not to you (uid {os.getuid()})"
+    if st.st_mode & forbidden:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}: others can reach it"
+    return None
+
+
+def control() -> Control:
+    """The shared connections' directory: ``campaignops-ssh-<uid>`` under the first base of
+    _bases whose path ssh can take, created 0700 or, when it exists, accepted only as a real
+    directory of ours with no group or other bits. Anyone who can replace or enter it can
+    move the master socket aside and answer our ssh calls, so otherwise: no shared connection.
+    No race: the check is lstat after mkdir, in a base where only we (XDG_RUNTIME_DIR) or
+    only the entry's owner (the sticky /tmp) can rename or remove it."""
+    why = "no base directory fits ssh's socket path limit"
+    for base in _bases():
+        path = base / CONTROL_NAME.format(uid=os.getuid())
+        if len(str(path)) > CONTROL_DIR_MAX or not CONTROL_SAFE.fullmatch(str(path)):
+            continue
+        try:
+            shared = base.stat()  # a system's /tmp may be a link (macOS): where it leads
+        except OSError as exc:
+            return Control(None, f"{base}: {exc.strerror}")
+        if shared.st_mode & 0o022 and not shared.st_mode & stat.S_ISVTX:
+            return Control(None, f"{base} is writable by others without the sticky bit")
+        try:
+            path.mkdir(mode=0o700)  # umask may take bits away, never add them
+        except FileExistsError:
+            pass  # judged below as one we just made: by its lstat
+        except OSError as exc:
+            return Control(None, f"{path} cannot be created: {exc.strerror}")
+        try:
+            refused = _ours(os.lstat(path), 0o077)
+        except OSError as exc:
+            refused = f"cannot be read: {exc.strerror}"
+        return Control(None, f"{path} {refused}") if refused else Control(path)
+    return Control(None, why)
 
 
 def control_dir() -> Path | None:
-    """Where the shared connections' sockets live: private to this user and short; None (no
-    shared connection) when no such directory can be had."""
-    base = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
-    path = base / f"campaignops-ssh-{os.getuid()}"
-    if len(str(path)) > CONTROL_DIR_MAX:
-        return None
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    return path
+    """control()'s directory (None: no shared connection)."""
+    return control().path
 
 
 def ssh_argv(box: Instance, command: str, *, control: Path | None = None) -> list[str]:

@@ -36,7 +36,8 @@ from typing import Any
 from campaignops import ledger
 from campaignops.atomic import write_atomic
 from campaignops.errors import CampaignError
-from campaignops.runner import sshafter, sshlink
+from campaignops.runner import boxanswers, sshafter, sshlink
+from campaignops.runner.boxanswers import BadAnswer
 from campaignops.runner.spec import FINISHED
 from campaignops.runner.sshbox import JOB_ID, fold, parse_states
 from campaignops.runner.sshinstances import Instance
@@ -105,23 +106,24 @@ def by_instance(records: Mapping[str, Json]) -> dict[str, Box]:
 
 
 def _ask(box: Box) -> Json:
-    """The box's answer: the executor's status document, or why the box was not reached."""
+    """The box's answer: the executor's status document, checked (boxanswers), or why there is
+    none: the box was not reached, its executor failed, or what it printed is not a status."""
     root = f"{box.instance.workdir}/{sshlink.STATE}/jobs"
     command = shlex.join(["python3", box.executor, "status", root, *sorted(box.jobs)])
     try:
         answer = sshlink.call(box.instance, command)
-        doc = json.loads(sshlink.checked(answer, box.instance, "status"))
-    except (CampaignError, ValueError) as exc:
-        reason = exc.message if isinstance(exc, CampaignError) else f"unreadable answer: {exc}"
-        return {"reachable": False, "error": reason}
+    except CampaignError as exc:
+        return {"reachable": False, "error": exc.message}
+    try:
+        if answer.returncode != 0:
+            raise BadAnswer(message=f"exit {answer.returncode}: {_last_line(answer)}")
+        doc = boxanswers.status_answer(boxanswers.loads(answer.stdout, "the answer"))
+    except BadAnswer as exc:
+        name = box.instance.name
+        return {"reachable": True, "error": f"instance {name}: unusable answer: {exc.message}"}
     restarted = []
-    jobs = doc.get("jobs") if isinstance(doc, dict) else None
-    for job_id, job in (jobs or {}).items():
-        if (
-            job_id in box.jobs
-            and job.get("state") not in FINISHED
-            and not job.get("executor_alive")
-        ):
+    for job_id, job in doc["jobs"].items():
+        if job_id in box.jobs and job["state"] not in FINISHED and not job["executor_alive"]:
             start = shlex.join(["python3", box.executor, "start", f"{root}/{job_id}"])
             try:
                 sshlink.checked(sshlink.call(box.instance, start), box.instance, "restart")
@@ -129,6 +131,12 @@ def _ask(box: Box) -> Json:
             except CampaignError:
                 pass  # the next refresh tries again
     return {"reachable": True, "status": doc, "restarted": restarted}
+
+
+def _last_line(answer: sshlink.Answer) -> str:
+    """What a failed executor said last: one line, never its whole traceback."""
+    lines = (answer.stderr or answer.stdout).strip().splitlines()
+    return lines[-1][-300:] if lines else "nothing on stderr"
 
 
 def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = False) -> Json:
@@ -154,7 +162,10 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
                 if isinstance(task, dict):
                     tasks[str(index)] = {**task, "instance": name}
                 else:
-                    why = answer.get("error") or "the executor does not know this task"
+                    # Why: no answer, else the executor's own word on the job (a damaged
+                    # state.json), else it does not hold the task.
+                    said = f"instance {name}: {seen['error']}" if seen.get("error") else None
+                    why = answer.get("error") or said or "the executor does not know this task"
                     tasks[str(index)] = {"state": "UNKNOWN", "reason": why, "instance": name}
         jobs.append(
             {k: record.get(k) for k in ("job_id", "name", "comment", "submitted")}

@@ -161,16 +161,23 @@ def instance_script(script: str, deploy: str) -> str:
 
 
 def _start_answer(stdout: str, box: Instance) -> dict[str, Any]:
+    """The executor's ``start`` answer, only as the ledger records it: a pid and how it was
+    started (a box's answer: anything else is refused, never recorded)."""
     try:
         answer = json.loads(stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         answer = None
     if not isinstance(answer, dict) or "pid" not in answer:
+        answer = {"pid": "none given"}
+    pid, via = answer.get("pid"), answer.get("via")
+    # None: an executor already held the job and has gone since (start said so).
+    good_pid = pid is None or (type(pid) is int and 0 < pid < 2**31)
+    if not good_pid or not (via is None or (isinstance(via, str) and len(via) <= 40)):
         raise SshBackendError(
             message=f"instance {box.name}: the executor's start printed {stdout[:200]!r}",
             hint="run it by hand on the box to see why (python3 must be 3.8 or newer)",
         )
-    return answer
+    return {"pid": pid, "via": via}
 
 
 def _unwound(exc: CampaignError, placed: Sequence[Mapping[str, Any]]) -> CampaignError:

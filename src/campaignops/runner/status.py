@@ -25,7 +25,7 @@ from campaignops import ledger, views, yamldoc
 from campaignops.diagnosis.engine import Diagnosis
 from campaignops.diagnosis.tasks import Diagnosers
 from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, retry, scheduler, script, submit, submitlock
+from campaignops.runner import backends, retry, scheduler, script, sshlink, submit, submitlock
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -47,6 +47,9 @@ class Refresh:
     retried: tuple[str, ...] = ()  # OUT_OF_MEMORY retries submitted (oom_retry): job names
     retry_waiting: int = 0  # retries whose delay has not passed yet
     retry_refused: tuple[str, ...] = ()  # retries a gate refused: what and why
+    # Why a backend left tasks UNKNOWN (an unreachable box, an unusable answer), and an ssh
+    # link with no shared connection: one line each, never recorded in the ledger.
+    unanswered: tuple[str, ...] = ()
 
 
 # An unresolved submission younger than this may still be in its scheduler call (another
@@ -212,6 +215,7 @@ def _refresh(
     reconciled: list[str] = []
     ruled_out: list[str] = []
     claimed = {j.job_id for j in history.jobs if j.job_id}
+    unanswered: list[str] = []
     for name, jobs in sorted(by_backend.items()):
         be = backends.for_page(name, backends.page(root, name), root=root)
         counted = counting(backends.calling(be, call))
@@ -246,6 +250,9 @@ def _refresh(
             continue
         outputs = [counted(a).stdout for a in be.query_argvs(sorted(ids))]
         states: dict[str, JobState] = be.parse_states(outputs)
+        unanswered += _unanswered(name, [states[i] for i in sorted(ids) if i in states])
+        if _on_box(root, name):
+            unanswered.append(sshlink.control().warning or "")
         for job_id, job in ids.items():
             seen = states.get(job_id)
             if seen is None or seen.state == "UNKNOWN":
@@ -271,7 +278,18 @@ def _refresh(
         retried=retried,
         retry_waiting=waiting,
         retry_refused=refused,
+        unanswered=tuple(dict.fromkeys(w for w in unanswered if w)),
     )
+
+
+def _unanswered(backend: str, states: Sequence[JobState]) -> list[str]:
+    """Each distinct reason the backend gave for a job or task it answered UNKNOWN."""
+    found = []
+    for job in states:
+        for one in (job, *job.tasks.values()):
+            if one.state == "UNKNOWN" and one.reason:
+                found.append(f"{backend}: {one.reason}")
+    return found
 
 
 def _manifest(root: Path, rel: str) -> Any:
