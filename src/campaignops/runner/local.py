@@ -324,5 +324,6 @@ def parse_siblings(stdout: str) -> tuple[JobState, ...]:
 
 # Errors worth retrying: none of its own (the executor is a local process).
 TRANSIENT = scheduler.transient()
+UNSENT = scheduler.UNSENT  # a submission is retried on none of its own either
 PARTIAL_ANSWER: frozenset[int] = frozenset()
 NAME = "local"

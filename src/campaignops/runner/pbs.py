@@ -56,6 +56,9 @@ from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, live
 NAME = "pbs"
 # Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).
 TRANSIENT = scheduler.transient("pbs_connect", "cannot connect to server")
+# A qsub that could not connect sent nothing (retried); any other failure of its connection
+# (End of File, a protocol error, a timeout) may follow the job's queueing: an unknown outcome.
+UNSENT = scheduler.unsent("pbs_connect", "cannot connect to server")
 
 # qstat exits with PBSE_UNKJOBID's low byte (15001 & 255 = 153) when an id was purged from
 # the server's history, and still prints the jobs it knows (qstat.c, pbs_error.h).
