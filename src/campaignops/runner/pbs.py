@@ -268,7 +268,13 @@ def lookup_argvs(names: Iterable[str]) -> list[list[str]]:
 
 
 def parse_lookup(outputs: Sequence[str]) -> list[str]:
-    return [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
+    """qselect's ids, one a line. Each must be a job id: the list becomes qstat's arguments,
+    where a line such as ``-u x`` would be an option."""
+    ids = [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
+    bad = [i for i in ids if not _FORMS["job id"][0].fullmatch(i)]
+    if bad:
+        raise PbsOutputError(message=f"qselect printed {bad[0][:200]!r}, not a PBS job id")
+    return ids
 
 
 def lookup(names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:
