@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from campaignops.runner import pbs, sacct, scheduler, slurm
+from campaignops.runner import local, pbs, sacct, scheduler, slurm
 from campaignops.runner.spec import STATES, JobState
 
 BOUNDED = settings(max_examples=300, deadline=None, database=None)
@@ -82,8 +82,11 @@ def _typed(states: dict[str, JobState]) -> None:
         for one in (job, *job.tasks.values()):
             assert one.state in STATES, one
             assert one.exit_code is None or type(one.exit_code) is int
+            assert isinstance(one.job_id, str) and (one.task is None or type(one.task) is int)
+            assert one.elapsed_s is None or type(one.elapsed_s) in (int, float)
             assert all(type(i) is int for i in one.tasks)
-            for text in (one.name, one.comment, one.submitted, one.started, one.ended):
+            texts = (one.name, one.comment, one.submitted, one.started, one.ended, one.reason)
+            for text in (*texts, one.max_rss, one.req_mem, one.timelimit):
                 assert text is None or isinstance(text, str)
 
 
@@ -186,3 +189,37 @@ def test_a_pbs_lookup_by_name_reads_or_raises_pbs_output_error(ids: str, qstat_o
         _typed(found)
     for argv in asked[1:]:  # qstat is given job ids only, never an option from qselect
         assert all(pbs._FORMS["job id"][0].fullmatch(a) for a in argv[argv.index("-t") + 1 :])
+
+
+# The local executor's answer (`python -m campaignops.runner.localexec status`): JSON of its
+# own state files, which a crash or a hand edit of .campaign/local/ can leave in any shape.
+LOCAL_RECORD = st.dictionaries(
+    st.sampled_from(["job_id", "state", "exit_code", "name", "comment", "started", "ended",
+                     "elapsed_s", "max_rss", "tasks", "index", "task", "reason"]),
+    json_values | st.sampled_from(["local-1-abcdef", "RUNNING", "COMPLETED"])
+    | st.lists(st.dictionaries(st.sampled_from(["index", "state", "exit_code", "job_id", "task"]),
+                               json_values | st.sampled_from(["RUNNING", 0, 1])), max_size=3),
+)  # fmt: skip
+LOCAL = st.one_of(
+    json_values.map(json.dumps),
+    st.fixed_dictionaries({"jobs": json_values | st.lists(LOCAL_RECORD, max_size=3)}).map(
+        json.dumps
+    ),
+    ANY_TEXT,
+)
+
+
+@BOUNDED
+@given(out=LOCAL)
+@example(out='{"jobs": [1]}')
+@example(out='{"jobs": {"local-1-abcdef": "x"}}')
+@example(out='{"jobs": [{"job_id": "local-1-abcdef", "state": "RUNNING", "exit_code": "x"}]}')
+@example(
+    out='{"jobs": [{"job_id": "j", "state": "RUNNING", "tasks": [{"index": 0, "state": "RUNNING", "job_id": 1}]}]}'
+)
+@example(out='{"jobs": [{"job_id": "j", "state": "RUNNING", "task": "x"}]}')
+def test_a_local_executor_answer_reads_or_raises_local_backend_error(out: str) -> None:
+    states = _only(local.LocalBackendError, lambda: local.parse_states([out]))
+    if states is not None:
+        _typed(states)
+    _only(local.LocalBackendError, lambda: local.parse_siblings(out))
