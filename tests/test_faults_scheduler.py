@@ -180,3 +180,44 @@ def test_a_garbage_printing_scheduler_never_crashes_or_corrupts_the_ledger(
     assert code == 0 and "as job 777" in text, text
     assert_nothing_duplicated(ledger_records(small))
     breaches.verdict()
+
+
+# Scheduler answers that once escaped as a traceback (issue 16: every answer validated before
+# use): a task index str.isdigit takes but int() does not, numbers past int()'s 4300 digits, a
+# dotted size on a step. Each is exit 2 with the answer named, and the ledger is left as it was.
+HOSTILE_ANSWERS = {
+    "squeue task ²": ("squeue", "4242|²|RUNNING|None|quick.t001.smoke|1|1|1:00|c\n"),
+    "squeue 5000-digit id": ("squeue", f"{'1' * 5000}|N/A|RUNNING|None|n|1|1|1:00|c\n"),
+    "sacct 5000-digit exit": (
+        "sacct",
+        f"4242|n|FAILED|{'1' * 5000}:0|1|1|1|00:01||1G|00:05:00|c\n",
+    ),
+    "sacct dotted MaxRSS": (
+        "sacct",
+        "4242|n|COMPLETED|0:0|1|1|1|00:01||1G|00:05:00|c\n"
+        "4242.batch|batch|COMPLETED|0:0|1|1|1|00:01|1..2K|1G|00:05:00|\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(HOSTILE_ANSWERS))
+def test_a_hostile_scheduler_answer_is_an_error_exit_never_a_traceback(
+    small: Path, run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:  # type: ignore[no-untyped-def]
+    fake = _fake_bin(tmp_path, monkeypatch)
+    _act(fake, "sbatch", "echo 4242\n")
+    code, text = _safe(run, *SLURM_SUBMIT, "--targets", "t000")
+    assert code == 0 and "as job 4242" in text, text
+    command, printed = HOSTILE_ANSWERS[answer]
+    data = tmp_path / f"{command}.out"
+    data.write_text(printed)
+    _act(fake, command, f'cat "{data}"\n')
+    before = (small / LEDGER).read_bytes()
+    # What cannot be read is unknown (an index, an exit code, a size) or, for a job id, the
+    # backend's error naming the command: exit 2, before anything is written.
+    for argv in (("status", "--refresh"), (*SLURM_SUBMIT, "--targets", "t001")):
+        code, text = _safe(run, *argv)
+        assert code in (0, 2) and "Traceback" not in text, f"{argv}: {text}"
+        if code == 2:
+            assert f"{command} printed" in text, text
+            assert (small / LEDGER).read_bytes() == before, f"{argv}: exit 2 changed the ledger"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from campaignops.runner import scheduler
+from campaignops.runner import backends, pbs, scheduler, slurm
 
 
 def flaky(tmp_path: Path, *, failures: int, message: str) -> list[str]:
@@ -53,3 +55,109 @@ def test_missing_command_is_unavailable() -> None:
     with pytest.raises(scheduler.SchedulerUnavailable) as info:
         scheduler.call(["no-such-sbatch-here"], sleep=lambda s: None)
     assert "command not found" in info.value.message
+
+
+# --- a submission: retried only on an error known to come before acceptance (issue 16, item 3)
+
+SOCKET_TIMEOUT = (
+    "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"
+)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        SOCKET_TIMEOUT,
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller (send failure)",
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller (receive failure)",
+        "sbatch: error: Batch job submission failed: Zero Bytes were transmitted or received",
+        "sbatch: error: Batch job submission failed: Resource temporarily unavailable",
+        "sbatch: error: slurm_receive_msg: Socket timed out on send/recv operation\n"
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
+        "qsub: End of File",
+        "",
+    ],
+)
+def test_a_submission_that_may_have_been_accepted_is_an_unknown_outcome_at_once(
+    tmp_path: Path, message: str
+) -> None:
+    argv = flaky(tmp_path, failures=99, message=message)
+    with pytest.raises(scheduler.OutcomeUnknown) as info:
+        scheduler.call(
+            argv,
+            sleep=lambda s: None,
+            submission=True,
+            retryable=slurm.TRANSIENT,
+            unsent=slurm.UNSENT,
+        )
+    assert (tmp_path / "count").read_text().strip() == "1"  # called once: never retried
+    assert info.value.exit_code == 1 and "outcome is unknown" in info.value.message
+    assert info.value.hint.startswith("campaign status --refresh (do not submit it again")
+
+
+@pytest.mark.parametrize(
+    ("backend", "message"),
+    [
+        (slurm, "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)"),
+        (slurm, "sbatch: error: Batch job submission failed: Unable to create job record, try again"),
+        (slurm, "connect: Connection refused"),
+        (pbs, "qsub: cannot connect to server pbs01 (errno=15010)"),
+    ],
+)  # fmt: skip
+def test_a_submission_that_sent_nothing_is_retried(
+    tmp_path: Path, backend: Any, message: str
+) -> None:
+    delays: list[float] = []
+    argv = flaky(tmp_path, failures=2, message=message)
+    done = scheduler.call(
+        argv,
+        base_delay=0.5,
+        sleep=delays.append,
+        submission=True,
+        retryable=backend.TRANSIENT,
+        unsent=backend.UNSENT,
+    )
+    assert (done.stdout.strip(), done.attempts, delays) == ("4242", 3, [0.5, 1.0])
+
+
+def test_a_submission_that_never_connects_says_nothing_was_submitted(tmp_path: Path) -> None:
+    message = "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)"
+    argv = flaky(tmp_path, failures=99, message=message)
+    with pytest.raises(scheduler.SchedulerUnavailable) as info:
+        scheduler.call(
+            argv,
+            sleep=lambda s: None,
+            submission=True,
+            retryable=slurm.TRANSIENT,
+            unsent=slurm.UNSENT,
+        )
+    assert "failed 4 times" in info.value.message and "nothing was submitted" in info.value.hint
+
+
+def test_a_submission_refused_for_a_reason_is_rejected_once(tmp_path: Path) -> None:
+    argv = flaky(tmp_path, failures=99, message="sbatch: error: invalid partition specified: nope")
+    with pytest.raises(scheduler.SchedulerRejected):
+        scheduler.call(
+            argv,
+            sleep=lambda s: None,
+            submission=True,
+            retryable=slurm.TRANSIENT,
+            unsent=slurm.UNSENT,
+        )
+    assert (tmp_path / "count").read_text().strip() == "1"
+
+
+def test_a_submission_killed_by_a_signal_is_an_unknown_outcome(tmp_path: Path) -> None:
+    script = tmp_path / "fake-sbatch-killed"
+    script.write_text("#!/bin/bash\nkill -KILL $$\n")
+    script.chmod(0o755)
+    with pytest.raises(scheduler.OutcomeUnknown) as info:
+        scheduler.call([str(script)], sleep=lambda s: None, submission=True)
+    assert "killed by signal 9" in info.value.message
+
+
+def test_the_submitting_call_of_each_backend_uses_its_unsent_errors() -> None:
+    for backend in (slurm, pbs):
+        bound = backends.submitting(backend, scheduler.call)
+        assert isinstance(bound, functools.partial)
+        assert bound.keywords["unsent"] is backend.UNSENT and bound.keywords["submission"]

@@ -109,6 +109,72 @@ def test_a_submission_that_times_out_is_an_unknown_outcome_until_refresh_finds_i
     assert life.wait(job.ledger_id).state == "COMPLETED"
 
 
+LOST_REPLY = Path(__file__).resolve().parents[1] / "fakes" / "sbatch_lost_reply.sh"
+
+
+def _queued(name: str, ledger_id: str) -> list[str]:
+    """The real cluster's jobs (any state) named ``name`` whose comment holds ``ledger_id``:
+    every job one submission queued, whatever the ledger says."""
+    shown = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-o", "%i|%k", f"--name={name}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [row.split("|")[0] for row in shown.split() if ledger_id in row]
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("lost", [1, 2, 3, 4])
+def test_a_lost_sbatch_reply_queues_one_job_that_the_refresh_adopts(
+    camp: Path, run, slurm_cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lost: int
+) -> None:  # type: ignore[no-untyped-def]
+    # sbatch queues the job, then prints "Socket timed out on send/recv operation" and exits 1,
+    # for ``lost`` calls in a row (tests/fakes/sbatch_lost_reply.sh over the real sbatch).
+    real = shutil.which("sbatch")
+    assert real is not None
+    fakes, state = tmp_path / "fake-bin", tmp_path / "sbatch-state"
+    fakes.mkdir()
+    state.mkdir()
+    (fakes / "sbatch").symlink_to(LOST_REPLY)
+    monkeypatch.setenv("SBATCH_LOST_REPLY_REAL", real)
+    monkeypatch.setenv("SBATCH_LOST_REPLY_DIR", str(state))
+    monkeypatch.setenv("SBATCH_LOST_REPLY_TIMES", str(lost))
+    monkeypatch.setenv("PATH", f"{fakes}{os.pathsep}{os.environ['PATH']}")
+    life = Life(root=camp, backend="generic-slurm", run=run)
+    life.write("manifests/nap.yaml", NAP.replace("{seconds: 60}", "{seconds: 240}"))
+    name = "life.nap.smoke"
+    try:
+        first = life.submit("manifests/nap.yaml", "smoke")
+        calls = (state / "calls").read_text().split("\n")[:-1]
+        assert len(calls) == 1 and calls[0].startswith("lost "), calls  # never retried
+        (job,) = life.jobs()
+        queued = calls[0].split()[1].split(";")[0]
+        assert _queued(name, job.ledger_id) == [queued]  # exactly one job on the cluster
+        # Told: exit 1, the outcome is unknown, do not resubmit, the refresh resolves it.
+        assert first.code == 1 and "Traceback" not in first.err, first.out + first.err
+        assert f"outcome unknown for {name}" in first.out and "do not submit it" in first.out
+        assert "Socket timed out" in first.err and "outcome is unknown" in first.err
+        assert "run: campaign status --refresh" in first.err
+        assert job.job_id is None and job.text("outcome") == "unknown" and not job.error
+        # Until the refresh finds it, no_sibling counts it as queued: no second job.
+        second = life.submit("manifests/nap.yaml", "smoke")
+        assert second.code == 1 and "no_sibling" in second.err, second.out + second.err
+        assert "outcome unknown" in second.err and "campaign status --refresh" in second.err
+        assert len((state / "calls").read_text().splitlines()) == 1
+        # The refresh adopts the job that was queued, found by name and comment.
+        found = run("status", "--refresh")
+        assert found.code == 0 and "1 lost result(s) found" in found.err, found.err
+        (job,) = life.jobs()
+        assert job.job_id == queued and job.state in ("PENDING", "RUNNING"), job.record
+        third = life.submit("manifests/nap.yaml", "smoke")
+        assert third.code == 1 and "no_sibling" in third.err and queued in third.err
+        assert len((state / "calls").read_text().splitlines()) == 1
+        assert _queued(name, job.ledger_id) == [queued]
+    finally:
+        subprocess.run(["scancel", f"--name={name}"], check=False)
+
+
 def _hook(root: Path, body: str) -> None:
     hook = root / ".git/hooks/pre-commit"
     hook.write_text(f"#!/bin/sh\n{body}\n")

@@ -75,7 +75,8 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for s in result.submitted:
         if s.job_id is None:
             print(
-                f"outcome unknown for {s.name} (ledger {s.ledger_id}): it may be queued",
+                f"outcome unknown for {s.name} (ledger {s.ledger_id}): it may be queued; do "
+                "not submit it again: campaign status --refresh finds it and records it",
                 file=out,
             )
         else:

@@ -40,6 +40,11 @@ class Backend(Protocol):
     @property
     def TRANSIENT(self) -> re.Pattern[str]: ...
 
+    # Errors of a submission known to come before the scheduler accepted anything (retried);
+    # any other transient or ambiguous error leaves the outcome unknown (scheduler.call).
+    @property
+    def UNSENT(self) -> re.Pattern[str]: ...
+
     # Exit statuses of a query whose stdout is still the answer for the ids it knows (qstat
     # exits 153 when one id was purged from the server's history, and prints the others).
     @property
@@ -99,9 +104,12 @@ def calling(backend: Backend, call: Run) -> Run:
 
 
 def submitting(backend: Backend, call: Run) -> Run:
-    """``calling``, for the submission call itself: never retried after a timeout."""
+    """``calling``, for the submission call itself: retried only on the backend's ``UNSENT``
+    errors; a timeout or an error that may follow acceptance is an unknown outcome."""
     if call is scheduler.call:
-        return functools.partial(scheduler.call, retryable=backend.TRANSIENT, submission=True)
+        return functools.partial(
+            scheduler.call, retryable=backend.TRANSIENT, unsent=backend.UNSENT, submission=True
+        )
     return call
 
 

@@ -137,8 +137,8 @@ def execute(
             )
             done.append(Submitted(ledger_id=lid, job_id=None, name=spec.name, targets=job.targets))
             return done, scheduler.OutcomeUnknown(
-                message=exc.message,
-                hint="campaign status --refresh finds the job by name and comment",
+                message=f"{exc.message}: the outcome is unknown (the job may be queued)",
+                hint=scheduler.UNKNOWN_HINT,
             )
         lw.append(
             root,

@@ -40,7 +40,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -289,26 +289,52 @@ def log_path(job_id: str, *, name: str, index: int | None, log_dir: str = "logs"
     return f"{log_dir}/{name}-{job_id}" + ("" if index is None else f"_{index}") + ".out"
 
 
-def _job_state(record: Mapping[str, Any]) -> JobState:
-    known = {f.name for f in fields(JobState)} - {"tasks", "task"}
-    values = {k: v for k, v in record.items() if k in known}
+# The type each field of a status record must have (JobState's): the executor writes them so,
+# and a value of another type (a hand-edited state file, another version) is not guessed at.
+_TEXT_FIELDS = (
+    "job_id", "state", "name", "comment", "submitted", "started", "ended", "max_rss", "req_mem",
+    "timelimit", "reason",
+)  # fmt: skip
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(_TEXT_FIELDS, (str,)),
+    "exit_code": (int,),
+    "elapsed_s": (int, float),
+}
+
+
+def _fields(record: object) -> dict[str, Any]:
+    """The record's JobState fields, each of its type (None allowed but for job_id, state)."""
+    if not isinstance(record, Mapping):
+        raise LocalBackendError(message=f"local status record {record!r:.200} is not an object")
+    values = {k: v for k, v in record.items() if k in _FIELD_TYPES}
+    for key, value in values.items():
+        ok = isinstance(value, _FIELD_TYPES[key]) and not isinstance(value, bool)
+        if not ok and (value is not None or key in ("job_id", "state")):
+            raise LocalBackendError(message=f"local status record: {key} {value!r:.80} is no {key}")
     if values.get("state") not in STATES or not isinstance(values.get("job_id"), str):
-        raise LocalBackendError(message=f"local status record {dict(record)!r} is not a job")
-    tasks = record.get("tasks")
+        raise LocalBackendError(message=f"local status record {dict(record)!r:.200} is not a job")
+    return values
+
+
+def _job_state(record: object) -> JobState:
+    values = _fields(record)
+    tasks = record.get("tasks") if isinstance(record, Mapping) else None
     own: dict[int, JobState] = {}
     for entry in tasks if isinstance(tasks, list) else ():
         index = entry.get("index") if isinstance(entry, Mapping) else None
-        if isinstance(index, int) and entry.get("state") in STATES:
-            fields_ = {k: v for k, v in entry.items() if k in known}
-            own[index] = JobState(**(fields_ | {"job_id": values["job_id"], "task": index}))
+        if isinstance(index, int) and not isinstance(index, bool) and entry.get("state") in STATES:
+            task = _fields(entry | {"job_id": values["job_id"]})
+            own[index] = JobState(**task, task=index)
     return JobState(**values, tasks=MappingProxyType(own))
 
 
 def _records(stdout: str) -> list[JobState]:
     try:
         jobs = json.loads(stdout)["jobs"]
-    except (ValueError, KeyError, TypeError):
-        raise LocalBackendError(message=f"local status printed {stdout[:200]!r}") from None
+    except (ValueError, KeyError, TypeError, RecursionError):
+        jobs = None
+    if not isinstance(jobs, list):
+        raise LocalBackendError(message=f"local status printed {stdout[:200]!r}")
     return [_job_state(r) for r in jobs]
 
 
@@ -324,5 +350,6 @@ def parse_siblings(stdout: str) -> tuple[JobState, ...]:
 
 # Errors worth retrying: none of its own (the executor is a local process).
 TRANSIENT = scheduler.transient()
+UNSENT = scheduler.UNSENT  # a submission is retried on none of its own either
 PARTIAL_ANSWER: frozenset[int] = frozenset()
 NAME = "local"

@@ -17,6 +17,7 @@ from campaignops.runner.local import (
     PARTIAL_ANSWER,
     STATE_DIR,
     TRANSIENT,
+    UNSENT,
     LocalBackendError,
     cancel_argv,
     log_path,
@@ -40,6 +41,7 @@ class LocalBackend:
 
     NAME = NAME
     TRANSIENT = TRANSIENT
+    UNSENT = UNSENT
     PARTIAL_ANSWER = PARTIAL_ANSWER
 
     def __init__(self, root: Path, name: str = NAME) -> None:

@@ -56,6 +56,9 @@ from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, live
 NAME = "pbs"
 # Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).
 TRANSIENT = scheduler.transient("pbs_connect", "cannot connect to server")
+# A qsub that could not connect sent nothing (retried); any other failure of its connection
+# (End of File, a protocol error, a timeout) may follow the job's queueing: an unknown outcome.
+UNSENT = scheduler.unsent("pbs_connect", "cannot connect to server")
 
 # qstat exits with PBSE_UNKJOBID's low byte (15001 & 255 = 153) when an id was purged from
 # the server's history, and still prints the jobs it knows (qstat.c, pbs_error.h).
@@ -265,7 +268,13 @@ def lookup_argvs(names: Iterable[str]) -> list[list[str]]:
 
 
 def parse_lookup(outputs: Sequence[str]) -> list[str]:
-    return [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
+    """qselect's ids, one a line. Each must be a job id: the list becomes qstat's arguments,
+    where a line such as ``-u x`` would be an option."""
+    ids = [line.strip() for out in outputs for line in out.splitlines() if line.strip()]
+    bad = [i for i in ids if not _FORMS["job id"][0].fullmatch(i)]
+    if bad:
+        raise PbsOutputError(message=f"qselect printed {bad[0][:200]!r}, not a PBS job id")
+    return ids
 
 
 def lookup(names: Sequence[str], call: scheduler.Runs) -> dict[str, JobState]:

@@ -33,13 +33,15 @@ COMMENT_VAR = "CAMPAIGN_COMMENT"
 SUBSTATE_TERMINATED = 91  # job.h: deleted (qdel) before or while it ran
 SUBSTATE_FAILED = 93  # job.h: ended on a PBS error (Exit_status < 0)
 # A subjob's id, <n>[<i>].<server> (qdel takes it too: pbs.cancel_argv).
-SUBJOB_ID = re.compile(r"([0-9]+)\[([0-9]+)\](.*)")
+SUBJOB_ID = re.compile(r"([0-9]+)\[([0-9]{1,10})\](.*)")
 _CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) +([0-9]{1,2}) ([0-9:]{8}) ([0-9]{4})")
 _MONTHS = {  # ctime(3)'s month names (C locale), as qstat prints them
     "Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,
     "Jul": 7, "Aug": 8, "Sep": 9, "Oct": 10, "Nov": 11, "Dec": 12,
 }  # fmt: skip
-_SIZE = re.compile(r"([0-9]+)(b|kb|mb|gb|tb|pb)", re.IGNORECASE)
+# Numbers are bounded before int(): a longer one is no size, time or status qstat prints (and
+# past 4300 digits int() raises).
+_SIZE = re.compile(r"([0-9]{1,20})(b|kb|mb|gb|tb|pb)", re.IGNORECASE)
 _KIB = {"b": 1 / 1024, "kb": 1, "mb": 1024, "gb": 1024**2, "tb": 1024**3, "pb": 1024**4}
 
 # job_state letters (job.h JOB_STATE_LTR_*) of jobs that have not finished.
@@ -78,7 +80,7 @@ def _jobs(stdout: str) -> dict[str, dict[str, Any]]:
     try:
         # strict=False: qstat does not escape control characters in values (openpbs#2541).
         doc = json.loads(stdout, strict=False)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nesting past the stack
         raise PbsOutputError(message=f"qstat printed no JSON: {exc}") from None
     jobs = doc.get("Jobs", {}) if isinstance(doc, dict) else None  # no "Jobs": none matched
     if not isinstance(jobs, dict):
@@ -92,7 +94,7 @@ def _table(job: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 def _int(value: object) -> int | None:
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -111,7 +113,7 @@ def _iso(value: object, zone: tzinfo) -> str | None:
 
 
 def _clock_s(value: object) -> int | None:
-    ok = isinstance(value, str) and re.fullmatch(r"[0-9]+:[0-5][0-9]:[0-5][0-9]", value)
+    ok = isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}:[0-5][0-9]:[0-5][0-9]", value)
     return _seconds(value) if ok and isinstance(value, str) else _int(value)
 
 

@@ -47,7 +47,10 @@ _STATES = {
 }  # fmt: skip
 _NO_VALUE = {"", "Unknown", "None", "N/A", "(null)"}
 _UNITS = {"": 1, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3, "P": 1024**4}
-_JOB_ID = re.compile(r"([0-9]+)(?:_(?:([0-9]+)|\[[^\]]*\]))?(?:\+[0-9]+)?(?:\.(.+))?")
+# Job ids and array indices are 32-bit in Slurm: at most 10 ASCII digits. A longer number (or
+# "²", which str.isdigit takes) is not one, and never reaches int() (4300 digits raise).
+NUMBER = "[0-9]{1,10}"
+_JOB_ID = re.compile(rf"({NUMBER})(?:_(?:({NUMBER})|\[[^\]]*\]))?(?:\+[0-9]+)?(?:\.(.+))?")
 
 
 class SlurmOutputError(CampaignError):
@@ -80,7 +83,7 @@ def _iso(text: str, zone: tzinfo | None) -> str | None:
 
 def _seconds(text: str) -> float | None:
     """``[D-][HH:]MM:SS`` → seconds."""
-    match = re.fullmatch(r"(?:([0-9]+)-)?(?:([0-9]+):)?([0-9]+):([0-9]+)", text)
+    match = re.fullmatch(rf"(?:({NUMBER})-)?(?:({NUMBER}):)?({NUMBER}):({NUMBER})", text)
     if match is None:
         return None
     days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
@@ -88,13 +91,13 @@ def _seconds(text: str) -> float | None:
 
 
 def _kib(text: str | None) -> float:
-    match = re.fullmatch(r"([0-9.]+)([KMGTP]?)", text or "")
+    match = re.fullmatch(r"([0-9]{1,30}(?:\.[0-9]{0,30})?)([KMGTP]?)", text or "")
     return float(match[1]) * _UNITS[match[2]] if match else -1.0
 
 
 def _exit(text: str) -> int | None:
     """``3:0`` → 3; ``0:9`` (killed by signal 9) → 137, as a shell reports it."""
-    match = re.fullmatch(r"([0-9]+):([0-9]+)", text)
+    match = re.fullmatch(rf"({NUMBER}):({NUMBER})", text)
     if match is None:
         return None
     code, sig = int(match[1]), int(match[2])
@@ -183,8 +186,11 @@ def _squeue_rows(stdout: str, zone: tzinfo | None) -> tuple[Tasks, dict[str, str
         if len(row) != 9:
             raise SlurmOutputError(message=f"squeue printed {line[:200]!r}: not 9 fields")
         job, task, state, reason, name, submit, start, limit, comment = row
+        if not re.fullmatch(NUMBER, job):
+            raise SlurmOutputError(message=f"squeue printed {line[:200]!r}: {job!r} is no job id")
         now = _state(state)
-        tasks.setdefault(job, {})[int(task) if task.isdigit() else -1] = JobState(
+        index = int(task) if re.fullmatch(NUMBER, task) else -1  # N/A: not an array task
+        tasks.setdefault(job, {})[index] = JobState(
             job_id=job,
             state=now,
             name=name or None,

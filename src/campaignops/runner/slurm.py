@@ -37,6 +37,13 @@ NAME = "slurm"
 WARNING_SIGNAL = script.WARNING_SIGNAL
 # Errors worth retrying: slurmctld busy or restarting (sbatch/squeue say so in these words).
 TRANSIENT = scheduler.transient("unable to contact slurm controller", "communication failure")
+# Of those, the submission errors known to come before slurmctld accepted anything (retried):
+# no controller took the connection, or slurmctld answered that it made no job record. Its
+# "(send failure)", "(receive failure)", "Socket timed out on send/recv operation" may follow
+# the job's queueing: an unknown outcome (scheduler.call). Messages as libslurm 22.05 has them.
+UNSENT = scheduler.unsent(
+    r"unable to contact slurm controller \(connect failure\)", "unable to create job record"
+)
 
 PARTIAL_ANSWER: frozenset[int] = frozenset()  # sacct and squeue answer with exit 0
 EPOCH_TIMES = ["env", "SLURM_TIME_FORMAT=%s"]

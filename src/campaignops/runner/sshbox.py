@@ -50,7 +50,8 @@ STATE_DIR = ".campaign/ssh"  # this checkout's ids and placements, per backend; 
 JOB_ID = re.compile(r"ssh-([0-9]+)-[0-9a-f]{6}")
 # ssh's own failures are retried inside the helpers (exit 255, bounded), never here: a retried
 # submit whose first try started some instances would start them again under a new id.
-TRANSIENT = re.compile(r"(?!)")
+TRANSIENT = scheduler.NEVER
+UNSENT = scheduler.NEVER
 PARTIAL_ANSWER: frozenset[int] = frozenset()
 
 
@@ -212,6 +213,7 @@ class SshBackend:
 
     NAME = NAME
     TRANSIENT = TRANSIENT
+    UNSENT = UNSENT
     PARTIAL_ANSWER = PARTIAL_ANSWER
 
     def __init__(self, root: Path, name: str) -> None:
