@@ -126,6 +126,8 @@ def fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run
                 refused[rel] = problem
     finally:
         shutil.rmtree(stage, ignore_errors=True)  # never follows a link in it
+        with contextlib.suppress(OSError):  # another instance's copy may still be in it
+            stage.parent.rmdir()
     return refused
 
 

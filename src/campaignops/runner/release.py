@@ -144,6 +144,9 @@ def release(
     jobs = _jobs(root)
     backend, box = _instance(root, jobs, instance)
     lines, count = blocking(jobs, instance)
+    # A placement the page does not vouch for was never pulled: it holds the box, and says why.
+    _, refused = pull.reach(root, [s for s in pull.placements(jobs) if s.instance.name == instance])
+    lines += [f"{exc.message} (next: {exc.hint})" for exc in refused.values()]
     if lines:
         shown = "\n  ".join(lines[:20]) + (
             f"\n  … and {len(lines) - 20} more" if len(lines) > 20 else ""

@@ -29,11 +29,12 @@ from campaignops.runner.sshlink import STATE
 CONNECTION = ("host", "port", "identity", "known_hosts", "workdir")
 SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")
 COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
-EXECUTOR = re.compile(r"boxexec-[0-9a-f]{6,64}\.py\Z")
-REFUSED = (
-    "{where}: job {job_id}'s placement on instance {name!r} is not what backend page "
-    "backends/{backend}.md gives ({what}): nothing connects to it"
+EXECUTOR = re.compile(r"boxexec-[0-9a-f]{1,64}\.py\Z")
+REFUSED_WHAT = (
+    "job {job_id}'s placement on instance {name!r} is not what backend page "
+    "backends/{backend}.md gives ({what})"
 )
+REFUSED = "{where}: " + REFUSED_WHAT + ": nothing connects to it"
 REFUSED_HINT = (
     "the page is what is trusted, a ledger line only names the instance: if the page was "
     "changed on purpose after the job was placed, restore that instance's entry until the job "
@@ -207,3 +208,41 @@ def records(root: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
 def where(ledger_id: str, lines: Mapping[str, int]) -> str:
     line = lines.get(ledger_id)
     return f"{layout.LEDGER_FILE}:{line}" if line else f"{layout.LEDGER_FILE} ({ledger_id})"
+
+
+@dataclass(frozen=True)
+class Unvouched:
+    """One ledger line's placement entry that the page does not vouch for (campaign check)."""
+
+    line: int
+    job_id: str
+    backend: str
+    name: object
+    what: str
+
+
+def unvouched(root: Path) -> Iterator[Unvouched]:
+    """Every placement entry in the ledger that pull, status, cancel and release would refuse:
+    each line is judged (a later line of the same job does not hide an earlier one)."""
+    jobs = {j.ledger_id: j for j in ledger.read(root).jobs}
+    pages: dict[str, dict[str, Instance] | InputError] = {}
+    for line, rec in records(root):
+        job = jobs.get(str(rec["ledger_id"]))
+        backend = (job.backend if job else None) or "?"
+        job_id = rec.get("job_id") if isinstance(rec.get("job_id"), str) else None
+        job_id = job_id or (job.job_id if job else None) or "?"
+        if backend not in pages:
+            try:
+                pages[backend] = page_instances(root, backend)
+            except (InputError, CampaignError) as exc:
+                pages[backend] = InputError(path=f"backends/{backend}.md", message=exc.message)
+        page = pages[backend]
+        for entry in rec["placement"]:
+            raw = entry.get("instance") if isinstance(entry, Mapping) else None
+            name = raw.get("name") if isinstance(raw, Mapping) else None
+            if isinstance(page, InputError):
+                what = [f"the page gives no instances: {page.message}"]
+            else:
+                what = differences(entry, page, job_id)
+            if what:
+                yield Unvouched(line, job_id, backend, name, "; ".join(what))
