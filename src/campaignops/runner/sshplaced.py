@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,3 +246,16 @@ def unvouched(root: Path) -> Iterator[Unvouched]:
                 what = differences(entry, page, job_id)
             if what:
                 yield Unvouched(line, job_id, backend, name, "; ".join(what))
+
+
+def refusals(root: Path, job_ids: Iterable[str]) -> list[str]:
+    """One line per unvouched placement entry of ``job_ids`` (what a refresh reports: its
+    helper answers UNKNOWN for those tasks, which the ledger keeps as last recorded)."""
+    wanted = set(job_ids)
+    return [
+        f"{layout.LEDGER_FILE}:{u.line}: "
+        + REFUSED_WHAT.format(job_id=u.job_id, name=u.name, backend=u.backend, what=u.what)
+        + ": never connected to (campaign check: POLICY006)"
+        for u in unvouched(root)
+        if u.job_id in wanted
+    ]

@@ -25,7 +25,7 @@ from campaignops import ledger, views, yamldoc
 from campaignops.diagnosis.engine import Diagnosis
 from campaignops.diagnosis.tasks import Diagnosers
 from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, retry, scheduler, script, submit, submitlock
+from campaignops.runner import backends, retry, scheduler, script, sshplaced, submit, submitlock
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -47,6 +47,8 @@ class Refresh:
     retried: tuple[str, ...] = ()  # OUT_OF_MEMORY retries submitted (oom_retry): job names
     retry_waiting: int = 0  # retries whose delay has not passed yet
     retry_refused: tuple[str, ...] = ()  # retries a gate refused: what and why
+    # ssh placements the backend page does not vouch for (never connected to): where and why
+    unvouched: tuple[str, ...] = ()
 
 
 # An unresolved submission younger than this may still be in its scheduler call (another
@@ -212,6 +214,7 @@ def _refresh(
     reconciled: list[str] = []
     ruled_out: list[str] = []
     claimed = {j.job_id for j in history.jobs if j.job_id}
+    unvouched: list[str] = []
     for name, jobs in sorted(by_backend.items()):
         be = backends.for_page(name, backends.page(root, name), root=root)
         counted = counting(backends.calling(be, call))
@@ -244,6 +247,8 @@ def _refresh(
         ids = {str(j.job_id): j for j in jobs if j.job_id}
         if not ids:
             continue
+        if backends.module_for(backends.page(root, name)) == "ssh":
+            unvouched += sshplaced.refusals(root, ids)
         outputs = [counted(a).stdout for a in be.query_argvs(sorted(ids))]
         states: dict[str, JobState] = be.parse_states(outputs)
         for job_id, job in ids.items():
@@ -271,6 +276,7 @@ def _refresh(
         retried=retried,
         retry_waiting=waiting,
         retry_refused=refused,
+        unvouched=tuple(unvouched),
     )
 
 
