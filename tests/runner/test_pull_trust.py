@@ -193,7 +193,9 @@ def test_a_record_from_before_outputs_were_recorded_copies_nothing(tmp_path: Pat
     assert [c.verdict for c in pulled.cells] == [pull.UNRECORDED]
     assert "recorded before" in pulled.cells[0].detail
     assert reached == [BOX]  # the page's instance, reached by name
-    assert pull.records(pulled.cells, time=WHEN) == []  # nothing learnt: nothing recorded
+    # Recorded, so that campaign submit --failed resubmits it with outputs recorded.
+    [record] = pull.records(pulled.cells, time=WHEN)
+    assert record["tasks"]["0"]["pulled"] == pull.UNRECORDED
 
 
 def test_a_declared_output_is_copied_through_a_private_list(tmp_path: Path) -> None:
@@ -222,3 +224,25 @@ def test_a_declared_output_is_copied_through_a_private_list(tmp_path: Path) -> N
     assert seen["argv"][-1].startswith(str(tmp_path / ".campaign/ssh/.pull/box1"))
     assert (tmp_path / "runs/smoke/a").read_bytes() == b"x"
     assert not (tmp_path / ".campaign/ssh/.pull").exists()
+
+
+def test_check_finds_every_unvouched_placement_line(tmp_path: Path) -> None:
+    campaign(tmp_path, placement(outputs={"0": ["runs/smoke/a"]}))
+    assert list(sshplaced.unvouched(tmp_path)) == []
+    crafted = placement(instance=BOX.record() | {"known_hosts": "/tmp/evil"})
+    lw.append(
+        tmp_path,
+        [
+            lw.result_record(
+                ledger_id="L20261127T100000Z-000000000001",
+                time=WHEN,
+                job_id="ssh-1-aaaaaa",
+                placement=[crafted],
+            )
+        ],
+    )
+    found = list(sshplaced.unvouched(tmp_path))
+    assert [(u.line, u.job_id, u.backend, u.name) for u in found] == [
+        (3, "ssh-1-aaaaaa", "generic-ssh", "box1")
+    ]
+    assert "known_hosts '/tmp/evil'" in found[0].what

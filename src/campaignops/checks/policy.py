@@ -1,4 +1,5 @@
-"""POLICY checks: campaign.yaml, backend pages' front matter, the failure catalog."""
+"""POLICY checks: campaign.yaml, backend pages' front matter, the failure catalog, and the
+ledger's ssh placements against the pages (POLICY006)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from campaignops.runner import sshplaced
 from campaignops.yamldoc import Locator
 
 FAMILY = "POLICY"
-SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog"
+SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
 CODES = code_table(
     Code(
         id="POLICY001",

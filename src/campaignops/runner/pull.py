@@ -14,9 +14,9 @@ A cell is *verified* only when every declared output arrived, is non-empty, and 
 and SHA-256 the box computed; with ``--verify CMD``, also when CMD loads it (exit 0): the seeds'
 rule, "a load that succeeds is evidence; a log line is not". Every other verdict is named per
 cell, and recorded in the ledger (``tasks.<i>.pulled``), which is what ``campaign release``
-and ``campaign submit --failed`` read. A placement the page does not vouch for is ``refused``
-and a record from before outputs were recorded is ``unrecorded``: neither is connected to or
-copied, and neither is recorded in the ledger (nothing was learnt about the cell).
+and ``campaign submit --failed`` read. A placement the page does not vouch for is ``refused``:
+nothing of it is copied and nothing recorded; a record from before outputs were recorded is
+``unrecorded``: nothing is copied, and the verdict is recorded (``--failed`` resubmits it).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ NOT_FINISHED = "not-finished"  # the task has not ended on the box (nothing to p
 UNREACHABLE = "unreachable"  # the instance did not answer
 REFUSED = "refused"  # the placement or a declared output is not one this checkout trusts
 UNRECORDED = "unrecorded"  # the placement predates recorded outputs: nothing to trust
-# Verdicts that learnt nothing about the cell: never written to the ledger.
-UNRECORDED_VERDICTS = frozenset({NOT_FINISHED, UNREACHABLE, REFUSED, UNRECORDED})
+# Verdicts that learnt nothing about the cell, or come from a record not to be trusted with a
+# write: never written to the ledger. (``unrecorded`` is: --failed then resubmits the cell.)
+NOT_RECORDED = frozenset({NOT_FINISHED, UNREACHABLE, REFUSED})
 JOB_MARK = "@@campaign-job "
 VERIFY_TIMEOUT_S = 600.0
 NO_RECORD = (
@@ -358,11 +359,12 @@ def _judged(
 
 
 def records(cells: Sequence[Cell], *, time: dt.datetime) -> list[dict[str, Any]]:
-    """One ``pull`` record per job with each looked-at cell's verdict (a cell not finished or
-    on an unreachable box is not recorded: nothing was learnt about it)."""
+    """One ``pull`` record per job with each looked-at cell's verdict (a cell not finished, on
+    an unreachable box, or of a refused record is not recorded: nothing was learnt about it,
+    or the record is not one to write for)."""
     by_job: dict[str, dict[int, str]] = {}
     for c in cells:
-        if c.verdict not in UNRECORDED_VERDICTS:
+        if c.verdict not in NOT_RECORDED:
             by_job.setdefault(c.ledger_id, {})[c.index] = c.verdict
     return [
         ledger_writer.pull_record(ledger_id=lid, time=time, verdicts=verdicts)
