@@ -145,7 +145,7 @@ def test_a_hostile_box_writes_nothing_but_the_cells_outputs(  # type: ignore[no-
     assert {"runs/smoke/shadow", "runs/smoke/x/.git/config", "runs/smoke/suid"} <= ignored
     assert cells["c"]["ignored"] == ["README.md"] and cells["c"]["verdict"] == "missing"
 
-    assert not (camp / ".campaign/ssh/.pull/box1").exists()  # the staging directory is gone
+    assert not (camp / ".campaign/ssh/.pull").exists()  # the staging directories are gone
     tasks = ledger.read(camp).jobs[-1].record["tasks"]
     assert tasks["0"]["pulled"] != "verified" and tasks["2"]["pulled"] != "verified"
     assert tasks["1"]["pulled"] == "verified"

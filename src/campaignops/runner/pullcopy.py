@@ -6,8 +6,8 @@ under the stage's output root, no ``.git``, no ``..``):
 
 - the list goes on rsync's stdin (``--files-from=- --from0``): no file list is ever left in a
   shared ``/tmp``, whatever kills the pull;
-- rsync writes into a private staging directory, ``.campaign/ssh/.pull/<instance>/`` (mode
-  0700, gitignored with ``.campaign/ssh/``), never into the tree itself: a rogue sender that
+- rsync writes into a private staging directory, ``.campaign/ssh/.pull/<instance>/<hash>/``
+  (mode 0700, gitignored with ``.campaign/ssh/``), never into the tree itself: a rogue sender that
   names other files fills only the staging directory;
 - ``-t`` without ``-a``: no links (``--no-links``), devices, specials, owners, groups or
   permissions; new files get ``--chmod=D755,F644`` under the umask (no set-uid, no exec bit);
@@ -23,6 +23,7 @@ directory (which stays when rsync fails) and the next pull resumes it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shlex
 import shutil
@@ -77,10 +78,12 @@ def rsync_argv(box: Instance, deploy: str, dest: Path) -> list[str]:
     ]
 
 
-def staging(root: Path, box: Instance) -> Path:
-    """The instance's private staging directory (created 0700); PullError when a link or a
-    file stands where it goes."""
-    rel = f"{STAGING}/{box.name}"
+def staging(root: Path, box: Instance, deploy: str) -> Path:
+    """The private staging directory of one deploy directory of the instance (created 0700;
+    one per deploy directory, so a copy resumed after a kill never meets another commit's
+    file of the same name); PullError when a link or a file stands where it goes."""
+    tag = hashlib.sha256(deploy.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    rel = f"{STAGING}/{box.name}/{tag}"
     problem = outputpaths.parents_problem(root, rel + "/x")
     if problem is not None:
         raise PullError(
@@ -96,7 +99,7 @@ def staging(root: Path, box: Instance) -> Path:
 def fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run) -> dict[str, str]:
     """Copy ``files`` (checked relative paths) from ``deploy`` on the box into the checkout;
     returns why each one that came but was not placed was refused."""
-    stage = staging(root, box)
+    stage = staging(root, box, deploy)
     try:
         done = run(
             rsync_argv(box, deploy, stage),
@@ -126,8 +129,9 @@ def fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run
                 refused[rel] = problem
     finally:
         shutil.rmtree(stage, ignore_errors=True)  # never follows a link in it
-        with contextlib.suppress(OSError):  # another instance's copy may still be in it
-            stage.parent.rmdir()
+        for empty in (stage.parent, stage.parent.parent):
+            with contextlib.suppress(OSError):  # another copy may still be in it
+                empty.rmdir()
     return refused
 
 

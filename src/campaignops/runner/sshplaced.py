@@ -65,8 +65,14 @@ class Reach:
 
 
 def page_instances(root: Path, backend: str) -> dict[str, Instance]:
-    """The page's instances by name; InputError when the page cannot give any."""
-    return {i.name: i for i in of_page(root, backend, backends.page(root, backend))}
+    """The page's instances by name; InputError when the page cannot give any (no page, a
+    name that cannot be a page's, a page that does not parse or lists no instances)."""
+    try:
+        return {i.name: i for i in of_page(root, backend, backends.page(root, backend))}
+    except InputError:
+        raise
+    except CampaignError as exc:
+        raise InputError(path=f"backends/{backend[:80]}.md", message=exc.message) from None
 
 
 def _same(recorded: object, trusted: object) -> bool:
@@ -234,8 +240,8 @@ def unvouched(root: Path) -> Iterator[Unvouched]:
         if backend not in pages:
             try:
                 pages[backend] = page_instances(root, backend)
-            except (InputError, CampaignError) as exc:
-                pages[backend] = InputError(path=f"backends/{backend}.md", message=exc.message)
+            except InputError as exc:
+                pages[backend] = exc
         page = pages[backend]
         for entry in rec["placement"]:
             raw = entry.get("instance") if isinstance(entry, Mapping) else None
