@@ -116,7 +116,8 @@ def test_the_page_s_own_placements_pass_the_check(  # type: ignore[no-untyped-de
     camp: Path, run
 ) -> None:
     assert run("submit", "manifests/naps.yaml", "--stage", "smoke").code == 0
-    entry = ledger.read(camp).jobs[-1].record["placement"][0]
+    # Finished, so nothing of it is left running for the fixture to stop.
+    entry = story.refreshed_until_finished(run, camp).record["placement"][0]
     assert entry["outputs"] == {"0": ["runs/smoke/a"], "2": ["runs/smoke/c"]}
     checked = run("check", "--select", "POLICY006")
     assert checked.code == 0, checked.out + checked.err
