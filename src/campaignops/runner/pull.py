@@ -243,6 +243,31 @@ def choose(declared: Sequence[str], listed: Sequence[Mapping[str, Any]], stage: 
     return Chosen(outputs, mine, tuple(ignored))
 
 
+def _chosen(
+    share: Placed, where: sshplaced.Reach, index: int, tasks: Mapping[int, Any] | None
+) -> Chosen | tuple[str, str]:
+    """The cell's files from the box's list, or the verdict it gets without a copy (and why)."""
+    entries = None if tasks is None else tasks.get(index)
+    if entries is None:
+        return NOT_FINISHED, "the box has no finished task for it"
+    if where.outputs is None:
+        return UNRECORDED, NO_RECORD
+    declared = where.outputs.get(index, ())
+    problem = declared_problem(declared, share.stage)
+    if problem is not None:  # a crafted record: nothing of it is written
+        return REFUSED, f"{problem}: nothing was copied"
+    return choose(declared, entries, share.stage)
+
+
+def _noted(detail: str, ignored: Sequence[str]) -> str:
+    """``detail`` with what the box listed beyond the cell's outputs (the first five)."""
+    if not ignored:
+        return detail
+    shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
+    note = f"ignored what the box listed beyond the cell's declared outputs: {shown}"
+    return f"{detail}; {note}" if detail else note
+
+
 def verdict(status: str) -> str:
     """roster's cell status as the ledger writes it: ``ok`` is ``verified``."""
     return VERIFIED if status == "ok" else status.replace("_", "-")
@@ -274,15 +299,9 @@ def pull(
         share: Placed, index: int, said: str, detail: str = "", chosen: Chosen | None = None
     ) -> Cell:
         files, ignored = (chosen.outputs, chosen.ignored) if chosen else ((), ())
-        if ignored:
-            shown = ", ".join(ignored[:5]) + (
-                f" and {len(ignored) - 5} more" if len(ignored) > 5 else ""
-            )
-            note = f"ignored what the box listed beyond the cell's declared outputs: {shown}"
-            detail = f"{detail}; {note}" if detail else note
         return Cell(
             share.ledger_id, share.job_id, index, name(share, index), share.instance.name,
-            said, detail, tuple(files), tuple(ignored),
+            said, _noted(detail, ignored), tuple(files), tuple(ignored),
         )  # fmt: skip
 
     reached, refused = reach(root, shares)
@@ -306,21 +325,11 @@ def pull(
         listed = parse_outputs(answer.stdout)
         wanted: dict[str, set[str]] = {}
         for s, r in group:
-            tasks = listed.get(s.job_id)
             for i in r.indices:
-                entries = None if tasks is None else tasks.get(i)
-                if entries is None:
-                    done.append(cell(s, i, NOT_FINISHED, "the box has no finished task for it"))
+                chosen = _chosen(s, r, i, listed.get(s.job_id))
+                if not isinstance(chosen, Chosen):
+                    done.append(cell(s, i, *chosen))
                     continue
-                if r.outputs is None:
-                    done.append(cell(s, i, UNRECORDED, NO_RECORD))
-                    continue
-                declared = r.outputs.get(i, ())
-                problem = declared_problem(declared, s.stage)
-                if problem is not None:  # a crafted record: nothing of it is written
-                    done.append(cell(s, i, REFUSED, f"{problem}: nothing was copied"))
-                    continue
-                chosen = choose(declared, entries, s.stage)
                 remote.update(chosen.facts)
                 wanted.setdefault(r.deploy, set()).update(chosen.facts)
                 judged.append((s, i, roster.Expected(name(s, i), chosen.outputs), chosen))
