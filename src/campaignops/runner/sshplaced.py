@@ -230,9 +230,12 @@ class Unvouched:
 def unvouched(root: Path) -> Iterator[Unvouched]:
     """Every placement entry in the ledger that pull, status, cancel and release would refuse:
     each line is judged (a later line of the same job does not hide an earlier one)."""
+    placed = list(records(root))
+    if not placed:
+        return  # no ssh job: the ledger is not folded for nothing
     jobs = {j.ledger_id: j for j in ledger.read(root).jobs}
     pages: dict[str, dict[str, Instance] | InputError] = {}
-    for line, rec in records(root):
+    for line, rec in placed:
         job = jobs.get(str(rec["ledger_id"]))
         backend = (job.backend if job else None) or "?"
         job_id = rec.get("job_id") if isinstance(rec.get("job_id"), str) else None
