@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from campaignops import outputpaths
 from campaignops.errors import InputError, UsageError
 
 OutputStatus = Literal["ok", "missing", "not_pulled", "empty", "mismatch", "unverified"]
@@ -152,9 +153,11 @@ def reconcile(
 
 
 def file_fact(path: Path) -> FileFact:
+    """Size and sha256 of the regular file ``path``; OSError for a link or anything else (a
+    pulled file is never read through a link: campaignops.outputpaths)."""
     digest = hashlib.sha256()
     size = 0
-    with path.open("rb") as fh:
+    with outputpaths.open_regular(path) as fh:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
             size += len(chunk)
@@ -162,7 +165,8 @@ def file_fact(path: Path) -> FileFact:
 
 
 def local_facts(root: Path, paths: Iterable[str]) -> dict[str, FileFact]:
-    """Size and sha256 of each of ``paths`` (relative to ``root``) that is a regular file.
+    """Size and sha256 of each of ``paths`` (relative to ``root``) that is a regular file, not a
+    link, below parents that are no links either (anything else is not pulled).
     InputError for a path that is absolute or climbs out with ``..``: outputs live inside."""
     facts = {}
     for rel in paths:
@@ -173,8 +177,9 @@ def local_facts(root: Path, paths: Iterable[str]) -> dict[str, FileFact]:
                 hint="output_check paths are relative to the campaign root, without '..'",
             )
         target = root / rel
-        if target.is_file():
-            facts[rel] = file_fact(target)
+        if outputpaths.parents_problem(root, rel) is None and outputpaths.regular(target):
+            with contextlib.suppress(OSError):  # replaced by a link since: not pulled
+                facts[rel] = file_fact(target)
     return facts
 
 

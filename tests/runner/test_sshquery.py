@@ -37,7 +37,17 @@ def entry(
     }
 
 
+def with_page(root: Path, *names: str) -> None:
+    """The backend page listing the instances the entries name, as entry() records them."""
+    boxes = [{"name": n, "host": f"u@{n}", "port": 22, "workdir": "/w"} for n in names]
+    (root / "backends").mkdir(exist_ok=True)
+    (root / "backends/generic-ssh.md").write_text(
+        f"---\nplatform: generic-ssh\nkind: ssh\ninstances: {json.dumps(boxes)}\n---\n"
+    )
+
+
 def test_a_clone_finds_the_boxes_in_the_ledger(tmp_path: Path) -> None:
+    with_page(tmp_path, "a", "b")
     mine = {
         "job_id": "ssh-1-aaaaaa",
         "name": "c.x.smoke",
@@ -83,7 +93,8 @@ def test_a_clone_finds_the_boxes_in_the_ledger(tmp_path: Path) -> None:
         "submitted": "2026-11-24T10:00:00Z",
         "placement": other,
     }
-    boxes = sshquery.by_instance(found)
+    boxes, refused = sshquery.by_instance(tmp_path, "generic-ssh", found)
+    assert refused == []
     assert sorted(boxes) == ["a", "b"]  # two jobs on box a: still one call there
     assert sorted(boxes["a"].jobs) == ["ssh-1-aaaaaa", "ssh-2-bbbbbb"]
     assert boxes["a"].instance == Instance(name="a", host="u@a", port=22, workdir="/w")

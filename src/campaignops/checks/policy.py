@@ -1,4 +1,5 @@
-"""POLICY checks: campaign.yaml, backend pages' front matter, the failure catalog."""
+"""POLICY checks: campaign.yaml, backend pages' front matter, the failure catalog, and the
+ledger's ssh placements against the pages (POLICY006)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.diagnosis import patterns
 from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.runner import sshplaced
 from campaignops.yamldoc import Locator
 
 FAMILY = "POLICY"
-SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog"
+SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
 CODES = code_table(
     Code(
         id="POLICY001",
@@ -42,6 +44,12 @@ CODES = code_table(
         message="not valid YAML: {problem}",
         hint="fix the syntax",
     ),
+    Code(
+        id="POLICY006",
+        message=sshplaced.REFUSED_WHAT
+        + ": campaign pull, status, cancel and release never connect to it",
+        hint=sshplaced.REFUSED_HINT,
+    ),
 )
 
 
@@ -57,6 +65,23 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         yield from _failures(rel, data, Locator(ctx.reader.read_text(rel) or ""))
     if ctx.of(layout.FAILURES):
         yield from _disables(ctx)
+    if ctx.of(layout.LEDGER) or ctx.of(layout.BACKEND):
+        yield from _placements(ctx)
+
+
+def _placements(ctx: CheckContext) -> Iterator[Finding]:
+    """Ledger placements that name what the backend page does not give (a line from another
+    clone or a pull request): campaignops.runner.sshplaced's rule, as findings."""
+    for found in sshplaced.unvouched(ctx.root):
+        yield CODES["POLICY006"].at(
+            layout.LEDGER_FILE,
+            found.line,
+            1,
+            job_id=found.job_id,
+            name=found.name,
+            backend=found.backend,
+            what=found.what,
+        )
 
 
 def _disables(ctx: CheckContext) -> Iterator[Finding]:

@@ -32,6 +32,7 @@ def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     "verdict": c.verdict,
                     "detail": c.detail,
                     "files": list(c.files),
+                    "ignored": list(c.ignored),
                 }
                 for c in cells
             ],

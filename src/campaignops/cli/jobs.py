@@ -132,7 +132,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"retried after OUT_OF_MEMORY (oom_retry): {name}", file=err)
         for why in done.retry_refused:
             print(f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}", file=err)
-        for why in done.unanswered:  # a box's words among them: one line, no escapes
+        for why in (*done.unvouched, *done.unanswered):  # a box's words: one line, no escapes
             print(safetext.plain_line(f"warning: {why}"), file=err)
 
     if args.interval is not None and not args.watch:

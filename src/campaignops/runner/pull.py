@@ -1,17 +1,22 @@
 """campaign pull: bring each finished cell's outputs home from the boxes it ran on, then verify.
 
-A cell's outputs are the paths its manifest declares (``output`` / ``output_check``), written
-on the box under the job's deploy directory. For each instance, ONE ssh call asks the box's
-executor (``outputs JOBDIR``, for every job placed there) for each finished task's files with
-their size and SHA-256, computed on the box. Then one ``rsync`` per deploy directory copies
-those files to the same relative paths in this checkout, resumably (``--partial-dir``: an
-interrupted transfer never leaves a truncated file under the real name, research notes §1).
+A cell's outputs are the paths its manifest declares (``output`` / ``output_check``), recorded
+per task in the job's placement at submit (``placement[].outputs``, relative to the deploy
+directory, under the stage's ``${CAMPAIGN_OUT}``). Each share is reached as the backend page
+says (campaignops.runner.sshplaced: a ledger line only names its instance). For each instance,
+ONE ssh call asks the box's executor (``outputs JOBDIR``, for every job placed there) for each
+finished task's files with their size and SHA-256, computed on the box. The box's list only
+vouches for paths the record declares (a declared file, or a file under a declared directory);
+anything else it lists is ignored and reported, never copied. Then one ``rsync`` per deploy
+directory copies exactly those files, regular files only (campaignops.runner.pullcopy).
 
 A cell is *verified* only when every declared output arrived, is non-empty, and has the size
 and SHA-256 the box computed; with ``--verify CMD``, also when CMD loads it (exit 0): the seeds'
 rule, "a load that succeeds is evidence; a log line is not". Every other verdict is named per
 cell, and recorded in the ledger (``tasks.<i>.pulled``), which is what ``campaign release``
-and ``campaign submit --failed`` read.
+and ``campaign submit --failed`` read. A placement the page does not vouch for is ``refused``:
+nothing of it is copied and nothing recorded; a record from before outputs were recorded is
+``unrecorded``: nothing is copied, and the verdict is recorded (``--failed`` resubmits it).
 """
 
 from __future__ import annotations
@@ -20,15 +25,15 @@ import datetime as dt
 import json
 import shlex
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, roster
-from campaignops.errors import CampaignError
-from campaignops.runner import boxanswers, ledger_writer, sshlink
+from campaignops import ledger, outputpaths, roster
+from campaignops.errors import InputError
+from campaignops.runner import boxanswers, ledger_writer, pullcopy, sshlink, sshplaced
+from campaignops.runner.plan import stage_root
 from campaignops.runner.sshinstances import Instance
 
 VERIFIED = "verified"
@@ -39,20 +44,25 @@ VERIFY_FAILED = "verify-failed"  # --verify CMD did not exit 0
 NO_OUTPUT = "no-output"  # the manifest declares no output: nothing to verify
 NOT_FINISHED = "not-finished"  # the task has not ended on the box (nothing to pull)
 UNREACHABLE = "unreachable"  # the instance did not answer
+REFUSED = "refused"  # the placement or a declared output is not one this checkout trusts
+UNRECORDED = "unrecorded"  # the placement predates recorded outputs: nothing to trust
+# Verdicts that learnt nothing about the cell, or come from a record not to be trusted with a
+# write: never written to the ledger. (``unrecorded`` is: --failed then resubmits the cell.)
+NOT_RECORDED = frozenset({NOT_FINISHED, UNREACHABLE, REFUSED})
 JOB_MARK = "@@campaign-job "
 VERIFY_TIMEOUT_S = 600.0
-PARTIAL_DIR = ".rsync-partial"
-
-
-class PullError(CampaignError):
-    """A pull that cannot start or whose transfer failed."""
-
-    exit_code = 2
+NO_RECORD = (
+    "its placement was recorded before campaignops kept each task's declared outputs, so "
+    "nothing says which of the box's files are this cell's: nothing was copied (copy the "
+    "output by hand, or resubmit: campaign submit MANIFEST --stage S --failed)"
+)
 
 
 @dataclass(frozen=True)
 class Placed:
-    """One job's share on one instance, as its ledger record's ``placement`` says."""
+    """One job's share on one instance, as its ledger record *names* it: the instance's name,
+    the job's stage and the indices are read from it; what connects is the page's instance
+    (``reach``, campaignops.runner.sshplaced), never ``instance``'s other fields."""
 
     ledger_id: str
     job_id: str
@@ -61,6 +71,9 @@ class Placed:
     job_dir: str
     deploy: str
     indices: tuple[int, ...]
+    backend: str = ""
+    stage: str = ""
+    entry: Any = None  # the placement entry as recorded
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,7 @@ class Cell:
     verdict: str
     detail: str = ""
     files: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()  # paths the box listed that the cell does not declare
 
     @property
     def verified(self) -> bool:
@@ -99,19 +113,58 @@ def placements(jobs: Iterable[ledger.Job]) -> list[Placed]:
                         job_dir=str(entry["job_dir"]),
                         deploy=str(entry["dir"]),
                         indices=tuple(int(i) for i in entry["indices"]),
+                        backend=job.backend or "",
+                        stage=job.stage or "",
+                        entry=entry,
                     )
                 )
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, AttributeError):
                 continue
     return found
 
 
-def outputs_command(shares: Sequence[Placed]) -> str:
+def reach(
+    root: Path, shares: Sequence[Placed]
+) -> tuple[list[tuple[Placed, sshplaced.Reach]], dict[int, sshplaced.Refused]]:
+    """Each share as the page lets it be reached, and the refused ones (by position)."""
+    pages: dict[str, dict[str, Instance] | InputError] = {}
+    lines = sshplaced.placement_lines(root)
+    reached: list[tuple[Placed, sshplaced.Reach]] = []
+    refused: dict[int, sshplaced.Refused] = {}
+    for n, share in enumerate(shares):
+        where = sshplaced.where(share.ledger_id, lines)
+        if share.backend not in pages:
+            try:
+                pages[share.backend] = sshplaced.page_instances(root, share.backend)
+            except InputError as exc:
+                pages[share.backend] = exc
+        page = pages[share.backend]
+        try:
+            if isinstance(page, InputError):
+                raise sshplaced.refused_page(where, share.job_id, share.backend, page)
+            reached.append(
+                (
+                    share,
+                    sshplaced.resolve(
+                        share.entry,
+                        page,
+                        job_id=share.job_id,
+                        backend=share.backend,
+                        where=where,
+                    ),
+                )
+            )
+        except sshplaced.Refused as exc:
+            refused[n] = exc
+    return reached, refused
+
+
+def outputs_command(shares: Sequence[tuple[Placed, sshplaced.Reach]]) -> str:
     """One remote shell line asking the executor for every job's finished outputs."""
     parts = [
         f"printf '%s\\n' {shlex.quote(JOB_MARK + p.job_id)}; "
-        f"python3 {shlex.quote(p.executor)} outputs {shlex.quote(p.job_dir)}"
-        for p in shares
+        f"python3 {shlex.quote(r.executor)} outputs {shlex.quote(r.job_dir)}"
+        for p, r in shares
     ]
     return "; ".join(parts)
 
@@ -140,31 +193,79 @@ def parse_outputs(stdout: str) -> dict[str, dict[int, list[dict[str, Any]]]]:
     return found
 
 
-def safe_relative(path: object) -> str | None:
-    """A box-reported path this checkout may write: relative, inside, no ``..``."""
-    if not isinstance(path, str) or not path or "\x00" in path or "\n" in path:
-        return None
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or ".." in pure.parts or pure.parts[:1] == (".git",):
-        return None
-    return str(pure)
+@dataclass(frozen=True)
+class Chosen:
+    """One cell's files after the record has judged the box's list."""
+
+    outputs: tuple[str, ...]  # what the cell is judged on: declared files, files under dirs
+    facts: Mapping[str, roster.FileFact]  # the box's size and sha256, for those only
+    ignored: tuple[str, ...]  # what the box listed that the cell does not declare
 
 
-def rsync_argv(box: Instance, deploy: str, files_from: str, dest: Path) -> list[str]:
-    """rsync of the listed files from the deploy directory into ``dest``, through the same ssh
-    options every other call uses (pinned host key, batch mode, keepalives)."""
-    ssh = sshlink.ssh_argv(box, "", control=sshlink.control_dir())[:-3]  # drop "--" host cmd
-    return [
-        "rsync",
-        "-a",
-        f"--partial-dir={PARTIAL_DIR}",
-        f"--files-from={files_from}",
-        "-e",
-        shlex.join(ssh),
-        "--",
-        f"{box.host}:{deploy}/",
-        f"{dest}/",
-    ]
+def declared_problem(declared: Sequence[str], stage: str) -> str | None:
+    """Why the record's declared outputs may not be written here, or None."""
+    if stage not in ledger.STAGES:
+        return f"the job's stage {stage!r} is not one of {', '.join(ledger.STAGES)}"
+    for path in declared:
+        problem = outputpaths.problem(path, stage_root(stage))
+        if problem is not None:
+            return f"the declared output {path!r} {problem}"
+    return None
+
+
+def choose(declared: Sequence[str], listed: Sequence[Mapping[str, Any]], stage: str) -> Chosen:
+    """The box's list, judged by the record: a path is this cell's when it is a declared output
+    or a file under one (a directory output) and passes campaignops.outputpaths; the rest is
+    ignored. A declared output the box lists nothing for stays expected (``missing``)."""
+    root = stage_root(stage)
+    mine: dict[str, roster.FileFact] = {}
+    under: dict[str, list[str]] = {d: [] for d in declared}
+    ignored: list[str] = []
+    for entry in listed:
+        path = entry.get("path")
+        owner = next(
+            (
+                d
+                for d in declared
+                if isinstance(path, str) and (path == d or path.startswith(d + "/"))
+            ),
+            None,
+        )
+        if owner is None or not isinstance(path, str) or outputpaths.problem(path, root):
+            ignored.append(repr(path) if not isinstance(path, str) else path)
+            continue
+        if path not in under[owner]:
+            under[owner].append(path)
+        size, sha = entry.get("size"), entry.get("sha256")
+        if isinstance(size, int) and not isinstance(size, bool) and isinstance(sha, str):
+            mine[path] = roster.FileFact(size, sha)
+    outputs = tuple(p for d in declared for p in (under[d] or [d]))
+    return Chosen(outputs, mine, tuple(ignored))
+
+
+def _chosen(
+    share: Placed, where: sshplaced.Reach, index: int, tasks: Mapping[int, Any] | None
+) -> Chosen | tuple[str, str]:
+    """The cell's files from the box's list, or the verdict it gets without a copy (and why)."""
+    entries = None if tasks is None else tasks.get(index)
+    if entries is None:
+        return NOT_FINISHED, "the box has no finished task for it"
+    if where.outputs is None:
+        return UNRECORDED, NO_RECORD
+    declared = where.outputs.get(index, ())
+    problem = declared_problem(declared, share.stage)
+    if problem is not None:  # a crafted record: nothing of it is written
+        return REFUSED, f"{problem}: nothing was copied"
+    return choose(declared, entries, share.stage)
+
+
+def _noted(detail: str, ignored: Sequence[str]) -> str:
+    """``detail`` with what the box listed beyond the cell's outputs (the first five)."""
+    if not ignored:
+        return detail
+    shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5 else "")
+    note = f"ignored what the box listed beyond the cell's declared outputs: {shown}"
+    return f"{detail}; {note}" if detail else note
 
 
 def verdict(status: str) -> str:
@@ -189,65 +290,64 @@ def pull(
     targets, by index). One ssh call per instance, one rsync per instance and deploy dir; the
     verdicts are campaignops.roster's, over every cell of the pull at once (so two cells of one
     name are both ``duplicate``), then ``verify`` (a command) on those that passed."""
-    by_box: dict[str, list[Placed]] = {}
-    for share in shares:
-        by_box.setdefault(share.instance.name, []).append(share)
 
     def name(share: Placed, index: int) -> str:
         got = targets.get(share.ledger_id, ())
         return got[index] if index < len(got) else f"#{index}"
 
     def cell(
-        share: Placed, index: int, said: str, detail: str = "", files: Sequence[str] = ()
+        share: Placed, index: int, said: str, detail: str = "", chosen: Chosen | None = None
     ) -> Cell:
+        files, ignored = (chosen.outputs, chosen.ignored) if chosen else ((), ())
         return Cell(
-            share.ledger_id,
-            share.job_id,
-            index,
-            name(share, index),
-            share.instance.name,
-            said,
-            detail,
-            tuple(files),
-        )
+            share.ledger_id, share.job_id, index, name(share, index), share.instance.name,
+            said, _noted(detail, ignored), tuple(files), tuple(ignored),
+        )  # fmt: skip
 
+    reached, refused = reach(root, shares)
     done: list[Cell] = []  # cells with a verdict before any file is judged
-    judged: list[tuple[Placed, int, roster.Expected]] = []
+    for n, exc in refused.items():
+        why = f"{exc.message} (next: {exc.hint})"
+        done += [cell(shares[n], i, REFUSED, why) for i in shares[n].indices]
+    by_box: dict[str, list[tuple[Placed, sshplaced.Reach]]] = {}
+    for share, where in reached:
+        by_box.setdefault(where.instance.name, []).append((share, where))
+    judged: list[tuple[Placed, int, roster.Expected, Chosen]] = []
     remote: dict[str, roster.FileFact] = {}
+    not_kept: dict[str, str] = {}  # copied, then refused (a link, a FIFO…): why
     for group in by_box.values():
-        box = group[0].instance
+        box = group[0][1].instance
         try:
             answer = call(box, outputs_command(group))
         except sshlink.Unreachable as exc:
-            done += [cell(s, i, UNREACHABLE, exc.message) for s in group for i in s.indices]
+            done += [cell(s, i, UNREACHABLE, exc.message) for s, r in group for i in r.indices]
             continue
         listed = parse_outputs(answer.stdout)
         wanted: dict[str, set[str]] = {}
-        for s in group:
-            tasks = listed.get(s.job_id)
-            for i in s.indices:
-                entries = None if tasks is None else tasks.get(i)
-                if entries is None:
-                    done.append(cell(s, i, NOT_FINISHED, "the box has no finished task for it"))
+        for s, r in group:
+            for i in r.indices:
+                chosen = _chosen(s, r, i, listed.get(s.job_id))
+                if not isinstance(chosen, Chosen):
+                    done.append(cell(s, i, *chosen))
                     continue
-                unsafe = [e.get("path") for e in entries if safe_relative(e.get("path")) is None]
-                if unsafe:  # never written here
-                    done.append(
-                        cell(s, i, "missing", f"the box named an unsafe path {unsafe[0]!r}")
-                    )
-                    continue
-                paths = []
-                for e in entries:
-                    rel = str(safe_relative(e.get("path")))
-                    paths.append(rel)
-                    size, sha = e.get("size"), e.get("sha256")
-                    if isinstance(size, int) and isinstance(sha, str):
-                        remote[rel] = roster.FileFact(size, sha)
-                        wanted.setdefault(s.deploy, set()).add(rel)
-                judged.append((s, i, roster.Expected(name(s, i), tuple(paths))))
+                remote.update(chosen.facts)
+                wanted.setdefault(r.deploy, set()).update(chosen.facts)
+                judged.append((s, i, roster.Expected(name(s, i), chosen.outputs), chosen))
         for deploy, files in sorted(wanted.items()):
-            _fetch(box, deploy, sorted(files), root, run)
-    expected = [e for _, _, e in judged]
+            not_kept.update(pullcopy.fetch(box, deploy, sorted(files), root, run))
+    return done + _judged(root, judged, remote, not_kept, verify, cell)
+
+
+def _judged(
+    root: Path,
+    judged: Sequence[tuple[Placed, int, roster.Expected, Chosen]],
+    remote: Mapping[str, roster.FileFact],
+    not_kept: Mapping[str, str],
+    verify: str | None,
+    cell: Callable[..., Cell],
+) -> list[Cell]:
+    """campaignops.roster's verdicts on the copied files, then the verify command's."""
+    expected = [e for _, _, e, _ in judged]
     pulled = roster.local_facts(root, {p for e in expected for p in e.outputs})
     found = roster.reconcile(expected, pulled, remote)
     loaded = (
@@ -255,49 +355,25 @@ def pull(
         if verify
         else {}
     )
-    for (s, i, want), report in zip(judged, found.cells, strict=True):
+    out: list[Cell] = []
+    for (s, i, _, chosen), report in zip(judged, found.cells, strict=True):
         checked = loaded.get(id(report))
         if checked is not None and checked.status == "failed":
-            done.append(cell(s, i, VERIFY_FAILED, checked.detail, want.outputs))
+            out.append(cell(s, i, VERIFY_FAILED, checked.detail, chosen))
         else:
-            detail = "" if report.ok else report.detail
-            done.append(cell(s, i, verdict(report.status), detail, want.outputs))
-    return done
-
-
-def _fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run) -> None:
-    with tempfile.NamedTemporaryFile("w", suffix=".files", delete=False) as listing:
-        listing.write("".join(f + "\n" for f in files))
-    try:
-        done = run(
-            rsync_argv(box, deploy, listing.name, root),
-            capture_output=True,
-            text=True,
-            timeout=sshlink.CALL_TIMEOUT_S * 12,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise PullError(
-            message=f"instance {box.name}: rsync did not finish: {exc}",
-            hint="run campaign pull again: rsync resumes from .rsync-partial",
-        ) from None
-    finally:
-        Path(listing.name).unlink(missing_ok=True)
-    # Exit 23/24 (some files vanished or could not be read) still copied the rest: the verdicts
-    # name what is missing. Anything else is a failed transfer.
-    if done.returncode not in (0, 23, 24):
-        raise PullError(
-            message=f"instance {box.name}: rsync exit {done.returncode}: "
-            f"{done.stderr.strip()[-300:]}",
-            hint="run campaign pull again (it resumes); check the box's disk and rsync",
-        )
+            why = [f"{p}: {not_kept[p]}" for p in chosen.outputs if p in not_kept]
+            detail = "" if report.ok else "; ".join([report.detail, *why])
+            out.append(cell(s, i, verdict(report.status), detail, chosen))
+    return out
 
 
 def records(cells: Sequence[Cell], *, time: dt.datetime) -> list[dict[str, Any]]:
-    """One ``pull`` record per job with each looked-at cell's verdict (a cell not finished or
-    on an unreachable box is not recorded: nothing was learnt about it)."""
+    """One ``pull`` record per job with each looked-at cell's verdict (a cell not finished, on
+    an unreachable box, or of a refused record is not recorded: nothing was learnt about it,
+    or the record is not one to write for)."""
     by_job: dict[str, dict[int, str]] = {}
     for c in cells:
-        if c.verdict not in (NOT_FINISHED, UNREACHABLE):
+        if c.verdict not in NOT_RECORDED:
             by_job.setdefault(c.ledger_id, {})[c.index] = c.verdict
     return [
         ledger_writer.pull_record(ledger_id=lid, time=time, verdicts=verdicts)

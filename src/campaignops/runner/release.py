@@ -144,15 +144,24 @@ def release(
     jobs = _jobs(root)
     backend, box = _instance(root, jobs, instance)
     lines, count = blocking(jobs, instance)
-    if lines:
+    # A placement the page does not vouch for was never pulled: it holds the box, and says why.
+    _, refused = pull.reach(root, [s for s in pull.placements(jobs) if s.instance.name == instance])
+    notes = "".join(f"\n  {exc.message}" for exc in refused.values())
+    if lines or notes:
         shown = "\n  ".join(lines[:20]) + (
             f"\n  … and {len(lines) - 20} more" if len(lines) > 20 else ""
         )
         raise Refused(
             message=f"instance {instance}: {len(lines)} of {count} cells are not pulled and "
-            f"verified:\n  {shown}",
+            f"verified:\n  {shown}{notes}",
             hint="run campaign pull (with --verify CMD to load each result); a cell that "
-            "failed or whose output is missing: campaign submit MANIFEST --stage S --failed",
+            "failed or whose output is missing: campaign submit MANIFEST --stage S --failed"
+            + (
+                "; a placement the page does not vouch for: campaign check --select POLICY006 "
+                "says what to do"
+                if notes
+                else ""
+            ),
         )
     exit_code: int | None = None
     ran = False

@@ -18,7 +18,9 @@ none given), unfinished ones only unless ``--all``. ``cancel ID|ID_INDEX…`` as
 executor to cancel (one call per job and instance).
 
 Placements come from ``.campaign/ssh/<backend>/<id>.json`` (written by sshsubmit), else from
-the ledger's result record (another clone's submission).
+the ledger's result record (another clone's submission). Either only names the instance: each
+share is reached as the backend page says (campaignops.runner.sshplaced); one the page does not
+vouch for is never connected to, and its tasks read UNKNOWN with the reason (``refused``).
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from typing import Any
 
 from campaignops import ledger
 from campaignops.atomic import write_atomic
-from campaignops.errors import CampaignError
-from campaignops.runner import boxanswers, sshafter, sshlink
+from campaignops.errors import CampaignError, InputError
+from campaignops.runner import boxanswers, sshafter, sshlink, sshplaced
 from campaignops.runner.boxanswers import BadAnswer
 from campaignops.runner.spec import FINISHED
 from campaignops.runner.sshbox import JOB_ID, fold, parse_states
@@ -90,19 +92,61 @@ class Box:
     jobs: dict[str, Json] = field(default_factory=dict)  # job id → its placement entry
 
 
-def by_instance(records: Mapping[str, Json]) -> dict[str, Box]:
+@dataclass(frozen=True)
+class Unvouched:
+    """A job's share whose placement the page does not vouch for: never connected to."""
+
+    job_id: str
+    instance: str
+    indices: tuple[int, ...]
+    message: str
+
+
+def _source(root: Path, backend: str, job_id: str, lines: Mapping[str, int], ledger_id: str) -> str:
+    own = state_dir(root, backend) / f"{job_id}.json"
+    return str(own.relative_to(root)) if own.is_file() else sshplaced.where(ledger_id, lines)
+
+
+def by_instance(
+    root: Path, backend: str, records: Mapping[str, Json]
+) -> tuple[dict[str, Box], list[Unvouched]]:
+    """The shares grouped per instance, each reached as the backend page says
+    (campaignops.runner.sshplaced), and those the page does not vouch for."""
     boxes: dict[str, Box] = {}
+    refused: list[Unvouched] = []
+    try:
+        page: Mapping[str, Instance] | InputError = sshplaced.page_instances(root, backend)
+    except InputError as exc:
+        page = exc
+    lines = sshplaced.placement_lines(root)
     for job_id, record in records.items():
+        ledger_id = str(record.get("comment") or "").partition(" ")[0]
+        where = _source(root, backend, job_id, lines, ledger_id)
         for entry in record["placement"]:
             try:
-                instance = Instance.from_record(entry["instance"])
-                executor = str(entry["executor"])
-            except (KeyError, TypeError):
+                if isinstance(page, InputError):
+                    raise sshplaced.refused_page(where, job_id, backend, page)
+                reach = sshplaced.resolve(entry, page, job_id=job_id, backend=backend, where=where)
+            except sshplaced.Refused as exc:
+                raw = entry.get("instance") if isinstance(entry, Mapping) else None
+                indices = entry.get("indices") if isinstance(entry, Mapping) else None
+                refused.append(
+                    Unvouched(
+                        job_id,
+                        str(raw.get("name")) if isinstance(raw, Mapping) else "?",
+                        tuple(i for i in indices if isinstance(i, int))
+                        if isinstance(indices, list)
+                        else (),
+                        f"{exc.message} (next: {exc.hint})",
+                    )
+                )
                 continue
-            box = boxes.setdefault(instance.name, Box(instance=instance, executor=executor))
-            box.executor = executor  # the newest placed wins: status reads every job's files
-            box.jobs[job_id] = entry
-    return boxes
+            box = boxes.setdefault(
+                reach.instance.name, Box(instance=reach.instance, executor=reach.executor)
+            )
+            box.executor = reach.executor  # the newest placed wins: status reads every job's files
+            box.jobs[job_id] = dict(entry)
+    return boxes, refused
 
 
 def _ask(box: Box) -> Json:
@@ -144,7 +188,7 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
     afterok verdicts on the boxes that await them (_confirm)."""
     base_ids = sorted({i.partition("_")[0] for i in ids})
     records = placements(root, backend, base_ids)
-    boxes = by_instance(records)
+    boxes, refused = by_instance(root, backend, records)
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(boxes)))) as pool:
         answers = dict(zip(boxes, pool.map(_ask, boxes.values()), strict=True))
     jobs = []
@@ -167,6 +211,10 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
                     said = f"instance {name}: {seen['error']}" if seen.get("error") else None
                     why = answer.get("error") or said or "the executor does not know this task"
                     tasks[str(index)] = {"state": "UNKNOWN", "reason": why, "instance": name}
+        for share in (r for r in refused if r.job_id == job_id):
+            for index in share.indices:
+                why = {"state": "UNKNOWN", "reason": share.message, "instance": share.instance}
+                tasks[str(index)] = why
         jobs.append(
             {k: record.get(k) for k in ("job_id", "name", "comment", "submitted")}
             | {"tasks": tasks}
@@ -181,7 +229,7 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
         }
         for name, answer in answers.items()
     }
-    return {"jobs": jobs, "instances": instances}
+    return {"jobs": jobs, "instances": instances, "refused": [r.message for r in refused]}
 
 
 def _confirm(
@@ -245,7 +293,9 @@ def cancel(root: Path, backend: str, ids: Sequence[str]) -> None:
         records = placements(root, backend, [base])
         if base not in records:
             raise CampaignError(message=f"no ssh job {base} in this campaign")
-        for box in by_instance(records).values():
+        boxes, refused = by_instance(root, backend, records)
+        failed += [r.message for r in refused if not index or int(index) in r.indices]
+        for box in boxes.values():
             entry = box.jobs[base]
             if index and int(index) not in entry.get("indices", []):
                 continue
@@ -279,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             doc = status(args.root, args.backend, args.ids, confirm=True)
             _mark_finished(args.root, args.backend, doc)
+            for message in doc["refused"]:
+                print(f"warning: {message}", file=sys.stderr)
             print(json.dumps(doc))
         elif args.command == "siblings":
             print(json.dumps(siblings(args.root, args.backend, args.ids, every=args.all)))

@@ -250,6 +250,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
         make_dir=False,
     )
     placed: list[dict[str, Any]] = []
+    declared = outputs_of(script)
     for box in boxes:
         deploy = sshlink.deploy_dir(box, campaign, commit)
         doc = job_document(
@@ -259,7 +260,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
             box,
             sshafter.requirements(after, parents, box.name),
             deploy,
-            outputs_of(script),
+            declared,
             settings=settings,
             oom_patterns=patterns,
         )
@@ -282,6 +283,9 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
                 "job_dir": f"{box.workdir}/{sshlink.STATE}/jobs/{job_id}",
                 "executor": f"{box.workdir}/{sshlink.STATE}/{executor}",
                 "indices": shares[box.name],
+                # What campaign pull may bring home for each task: the box's own list is
+                # never trusted for it (docs/robustness.md, Trust boundaries).
+                "outputs": {i: p for i, p in declared.items() if int(i) in shares[box.name]},
                 "pid": started.get("pid"),
                 "via": started.get("via"),
             }

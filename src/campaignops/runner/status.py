@@ -25,7 +25,16 @@ from campaignops import ledger, views, yamldoc
 from campaignops.diagnosis.engine import Diagnosis
 from campaignops.diagnosis.tasks import Diagnosers
 from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, retry, scheduler, script, sshlink, submit, submitlock
+from campaignops.runner import (
+    backends,
+    retry,
+    scheduler,
+    script,
+    sshlink,
+    sshplaced,
+    submit,
+    submitlock,
+)
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
 
@@ -50,6 +59,8 @@ class Refresh:
     # Why a backend left tasks UNKNOWN (an unreachable box, an unusable answer), and an ssh
     # link with no shared connection: one line each, never recorded in the ledger.
     unanswered: tuple[str, ...] = ()
+    # ssh placements the backend page does not vouch for (never connected to): where and why
+    unvouched: tuple[str, ...] = ()
 
 
 # An unresolved submission younger than this may still be in its scheduler call (another
@@ -216,6 +227,7 @@ def _refresh(
     ruled_out: list[str] = []
     claimed = {j.job_id for j in history.jobs if j.job_id}
     unanswered: list[str] = []
+    unvouched: list[str] = []
     for name, jobs in sorted(by_backend.items()):
         be = backends.for_page(name, backends.page(root, name), root=root)
         counted = counting(backends.calling(be, call))
@@ -248,6 +260,8 @@ def _refresh(
         ids = {str(j.job_id): j for j in jobs if j.job_id}
         if not ids:
             continue
+        if backends.module_for(backends.page(root, name)) == "ssh":
+            unvouched += sshplaced.refusals(root, ids)
         outputs = [counted(a).stdout for a in be.query_argvs(sorted(ids))]
         states: dict[str, JobState] = be.parse_states(outputs)
         unanswered += _unanswered(name, [states[i] for i in sorted(ids) if i in states])
@@ -279,6 +293,7 @@ def _refresh(
         retry_waiting=waiting,
         retry_refused=refused,
         unanswered=tuple(dict.fromkeys(w for w in unanswered if w)),
+        unvouched=tuple(unvouched),
     )
 
 
