@@ -244,14 +244,21 @@ def test_sshquery_status_makes_any_answer_unknown_or_known(
         "comment": "c",
         "submitted": "2026-11-27T00:00:00+00:00",
         "placement": [
-            {
+            {  # as sshsubmit writes it, under the page's instance (sshplaced checks both)
                 "instance": BOX.record(),
-                "executor": "/w/.campaignops/boxexec-x.py",
+                "commit": "c" * 40,
+                "dir": f"/w/camp/{'c' * 40}",
+                "executor": "/w/.campaignops/boxexec-abc.py",
                 "indices": [0, 1],
-                "job_dir": "/w/j",
+                "job_dir": f"/w/.campaignops/jobs/{JOB}",
             }
         ],
     }
+    (tmp_path / "backends").mkdir(exist_ok=True)
+    (tmp_path / "backends/generic-ssh.md").write_text(
+        "---\nplatform: generic-ssh\nkind: ssh\n"
+        f"instances: [{{name: box1, host: '{BOX.host}', workdir: /w}}]\n---\n"
+    )
     monkeypatch.setattr(sshquery, "placements", lambda root, backend, ids: {JOB: record})
 
     def call(box: Instance, command: str, **_: Any) -> sshlink.Answer:
