@@ -178,7 +178,8 @@ def pytest_configure(config: pytest.Config) -> None:
 SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # around xdist's own hook, which reads the groups off the items
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for marker in ("slurm", "ssh"):
@@ -187,6 +188,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         groups = sorted({SERVICE_GROUPS[n] for n in names if n in SERVICE_GROUPS})
         if groups:  # a test that needs both services goes with Slurm's
             item.add_marker(pytest.mark.xdist_group(groups[0]))
+    yield
 
 
 def _cluster_module() -> ModuleType:
