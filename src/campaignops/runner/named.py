@@ -1,4 +1,5 @@
-"""The campaign's files a task command names: what the committed gate compares with HEAD.
+"""The campaign's files a task command names (what the committed gate compares with HEAD), and
+the directories it reaches without naming their files (what the fingerprint adds, runner/headtree).
 
 A command reads more than its manifest: `python3 scripts/train.py --config configs/a.yaml`
 runs a script and a config that the manifest only names. Those names are found here, from the
@@ -9,10 +10,17 @@ Rules (docs/runner.md, "The committed gate"):
 - each command is split as the shell would split its words (``shlex``, POSIX, with ``;&|<>()``
   as separators, so ``cmd<configs/a.yaml`` names the config); an unbalanced quote, which bash
   would refuse too, falls back to splitting on whitespace;
+- a quoted word holding whitespace is a command too (``bash -c '…'``, ``ssh h '…'``): its own
+  words count, down to three levels;
 - every word counts, and so does the value of ``--key=value`` and ``KEY=value``;
-- a word counts when it names an existing file under the campaign root: a regular file, or a
-  symlink that leads to one (wherever it leads: the gate judges the link). Directories, paths
-  that do not exist yet (outputs of this run) and dangling symlinks are left out;
+- a literal word (none of ``$`*?[{``) counts when it names an existing file under the
+  campaign root: a regular file, or a symlink that leads to one (wherever it leads: the gate
+  judges the link). Paths that do not exist yet (outputs of this run) and dangling symlinks are
+  left out; a directory is *reached*, not named;
+- a word the shell expands (a glob, a brace, a variable, a command substitution) reaches the
+  directory its literal part starts from (``configs/x/*.yaml``: ``configs/x``; ``$d/a``: the
+  root); ``$CAMPAIGN_OUT`` (the runner's output root) and ``~``, ``$HOME`` reach nothing of the
+  campaign. Reached directories that do not exist are left out;
 - relative words are taken from the campaign root (tasks start there); absolute words count
   when they lie inside the root. Paths that leave the root (``../shared/x``, ``/scratch/x``)
   are left out: the campaign cannot vouch for them, and writing such a path is how a command
