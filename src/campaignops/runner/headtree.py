@@ -64,9 +64,11 @@ def reached(
     skip: Collection[str] = (),
     cache: MutableMapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """For each outermost directory of ``dirs``: its key in a fingerprint's files (``d/``, or
-    ROOT_KEY) -> the digest of the committed files under it, ``skip`` and the runner's own
-    files left out. ``cache`` (by directory) spares the hash when many targets reach one."""
+    """For each outermost directory of ``dirs`` holding committed files: its key in a
+    fingerprint's files (``d/``, or ROOT_KEY) -> the digest of the committed files under it,
+    ``skip`` and the runner's own files left out. A directory without any is left out, so an
+    output directory a command names counts the same before and after the run that makes it.
+    ``cache`` (by directory) spares the hash when many targets reach one."""
     memo: MutableMapping[str, str] = {} if cache is None else cache
     out: dict[str, str] = {}
     for d in outermost(dirs):
@@ -78,8 +80,11 @@ def reached(
                 if rel.startswith(lead) and rel not in skip and not layout.runner_written(rel)
             )
             text = "".join(f"{sha} {rel}\0" for rel, sha in pairs)
-            memo[d] = "tree:sha256:" + hashlib.sha256(os.fsencode(text)).hexdigest()
-        out[lead_key(d)] = memo[d]
+            memo[d] = (
+                "tree:sha256:" + hashlib.sha256(os.fsencode(text)).hexdigest() if pairs else ""
+            )
+        if memo[d]:  # no committed file there (an output directory, an ignored one): nothing
+            out[lead_key(d)] = memo[d]
     return out
 
 
