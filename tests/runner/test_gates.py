@@ -505,3 +505,16 @@ def test_evaluate_reports_every_gate_in_order_and_require_stops_at_the_first(
     assert caught.value.exit_code == 1
     assert str(caught.value).startswith("smoke_first: no smoke of the current config")
     require(verdicts[:2])
+
+
+def test_committed_refuses_a_file_only_a_global_excludes_file_hides(
+    repo: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "global-ignore").write_text("*.local\n")
+    git(repo, "config", "core.excludesFile", str(tmp_path / "global-ignore"))
+    (repo / "configs" / "lr.local").write_text("lr: 9\n")
+    verdict = check(repo, require_pushed=False)
+    assert not verdict.passed
+    assert verdict.reason.startswith(
+        f"ignored only by a rule HEAD does not hold: configs/lr.local ({tmp_path}/global-ignore:1:"
+    )

@@ -245,7 +245,17 @@ def _local_rules(top: Path, lead: str, ignored: Iterable[str]) -> dict[str, str]
     line: rule". A committed .gitignore is the campaign's own word that a path is no source
     (an output, a cache, a credential); a rule only this clone has is not. Two calls at most."""
     found = _rule_sources(top, [lead + rel for rel in ignored])
-    sources = sorted({s for s, _, _ in found.values() if not posixpath.isabs(s)})
+    # Only a .gitignore inside the repository can be in HEAD (core.excludesFile may name a path
+    # outside it, which ls-tree would refuse).
+    sources = sorted(
+        {
+            s
+            for s, _, _ in found.values()
+            if posixpath.basename(s) == ".gitignore"
+            and not posixpath.isabs(s)
+            and ".." not in s.split("/")
+        }
+    )
     listing = _git(top, "ls-tree", "-z", "--name-only", "HEAD", "--", *sources) if sources else b""
     held = set(_fields(listing))
     return {q[len(lead) :]: f"{s}:{n}: {r}" for q, (s, n, r) in found.items() if s not in held}
