@@ -219,3 +219,19 @@ def test_a_grid_too_large_to_expand_is_unread_not_built(sides: tuple[Path, Path]
     review = _review(sides)
     assert review.unread == {SMOKE: "expands to more than 100000 targets"}
     assert len(review.removed) == 4
+
+
+def test_a_config_reached_through_a_glob_needs_a_new_smoke_when_it_changes(
+    sides: tuple[Path, Path],
+) -> None:
+    """The fingerprint covers the committed files under a directory a command reaches through a
+    glob (issue 16, item 5): the review says which targets need a new smoke, and why."""
+    for root in sides:
+        _edit(
+            root, SMOKE, "default_cmd: python3 configs/task.py", "default_cmd: cat configs/*.yaml"
+        )
+    assert _review(sides).resmoke == ()
+    (sides[1] / "configs/extra.yaml").write_text("width: 4096\n")
+    review = _review(sides)
+    assert len(review.resmoke) == 4
+    assert review.resmoke[0] == Resmoke(SMOKE, "lr0.01_s1", None, ("file configs/",))

@@ -31,6 +31,12 @@ LESSONS = "lessons"
 POLICY_FILE = "campaign.yaml"
 LOCK_FILE = ".campaign/wrappers.lock"
 LEDGER_FILE = ".campaign/ledger.jsonl"
+# What the runner itself writes in a checkout: its bookkeeping (ledger, wrapper lock, STATUS.md,
+# the submit lock) and, under these directories, the stages' outputs (runner.plan.OUT_ROOT), the
+# task logs (JobSpec.log_dir), the job scripts and each backend's per-machine state. Never
+# source: the committed gate does not ask it to be committed, the fingerprint does not hash it.
+RUNNER_FILES = frozenset({LEDGER_FILE, LOCK_FILE, "STATUS.md", ".campaign/submit.lock"})
+RUNNER_DIRS = ("runs/", "logs/", ".campaign/jobs/", ".campaign/local/", ".campaign/ssh/")
 
 DEFAULT_GLOBS: Mapping[str, tuple[str, ...]] = {
     MANIFEST: ("manifests/**/*.yaml", "manifests/**/*.yml"),
@@ -149,6 +155,11 @@ def length_problem(path: str) -> str | None:
     if size > MAX_PATH_BYTES:
         return f"path is {size} bytes; a path is limited to {MAX_PATH_BYTES} bytes"
     return None
+
+
+def runner_written(rel: str) -> bool:
+    """Whether ``rel`` (campaign-relative; a directory may end in /) is the runner's own."""
+    return rel in RUNNER_FILES or (rel if rel.endswith("/") else rel + "/").startswith(RUNNER_DIRS)
 
 
 def guard_length(path: str, *, hint: str = "use a shorter name") -> str:

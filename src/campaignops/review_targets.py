@@ -9,7 +9,8 @@ review says what `campaign submit` would do with that commit, not what a text di
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from campaignops import layout, manifest, schema, walltime
 from campaignops import policy as policy_mod
 from campaignops.errors import CampaignError
 from campaignops.files import FileReader
-from campaignops.runner import accelerator, backends, charging, fingerprint, inputs, plan
+from campaignops.runner import accelerator, backends, charging, fingerprint, gitfacts, inputs, plan
 
 # The stages a review prices: `single` is one target of production, priced by production.
 PRICED = ("smoke", "production")
@@ -149,8 +150,34 @@ def _fields(
     return out
 
 
+def _blobs(root: Path, tree: tuple[str, ...]) -> Callable[[], Mapping[str, str]]:
+    """The commit's files' object ids, from the bytes review_tree wrote (the ids `git ls-tree`
+    gives at submit, in a SHA-1 repository), hashed once and only when a command reaches a
+    directory: what runner/headtree.py digests."""
+    memo: list[dict[str, str]] = []
+
+    def ids() -> Mapping[str, str]:
+        if not memo:
+            found: dict[str, str] = {}
+            for rel in tree:
+                path = root / rel
+                try:
+                    data = os.fsencode(path.readlink()) if path.is_symlink() else path.read_bytes()
+                except OSError:
+                    continue
+                found[rel] = gitfacts.blob_id(data, sha256=False)
+            memo.append(found)
+        return memo[0]
+
+    return ids
+
+
 def _manifest(
-    root: Path, rel: str, doc: Mapping[str, Any], policy: policy_mod.Policy
+    root: Path,
+    rel: str,
+    doc: Mapping[str, Any],
+    policy: policy_mod.Policy,
+    blobs: Callable[[], Mapping[str, str]],
 ) -> tuple[list[TargetView], list[Cost]]:
     cells: tuple[Any, ...] = ()
     configs: dict[str, str] = {}
@@ -164,7 +191,7 @@ def _manifest(
     backend = backend_for(doc, policy, JUDGED)
     page = _page(root, backend)
     hardware = {t.id: accelerator.of(plan.resources_for(doc, t.phase, JUDGED), page) for t in every}
-    files = inputs.named_digests(doc, every, root)
+    files = inputs.named_digests(doc, every, root, manifest_path=rel, blobs=blobs)
     prints = fingerprint.fingerprints(doc, cells, configs=configs, hardware=hardware, files=files)
     views = [
         TargetView(
@@ -193,6 +220,7 @@ def read_side(root: Path, policy: policy_mod.Policy, tree: tuple[str, ...]) -> S
     targets: dict[tuple[str, str], TargetView] = {}
     costs: list[Cost] = []
     unread: dict[str, str] = {}
+    blobs = _blobs(root, tree)
     for rel in tree:
         if layout.MANIFEST not in layout.kinds_of(rel, policy.globs):
             continue
@@ -202,7 +230,7 @@ def read_side(root: Path, policy: policy_mod.Policy, tree: tuple[str, ...]) -> S
             unread[rel] = "not a valid manifest (campaign check --select MAN says why)"
             continue
         try:
-            views, priced = _manifest(root, rel, doc, policy)
+            views, priced = _manifest(root, rel, doc, policy, blobs)
         except (CampaignError, ValueError, KeyError, TypeError) as exc:
             unread[rel] = exc.message if isinstance(exc, CampaignError) else str(exc)
             continue

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger, yamldoc
+from campaignops import layout, ledger, yamldoc
 from campaignops.policy import Policy, from_data
+from campaignops.runner import dispatch, local, plan, recording, sshbox, submitlock
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.fingerprint import fingerprints, submission_fingerprint
 from campaignops.runner.gates import (
@@ -29,7 +30,7 @@ from campaignops.runner.gates import (
     smoke_first,
 )
 from campaignops.runner.gitfacts import RepoFacts, repo_facts
-from campaignops.runner.spec import JobState
+from campaignops.runner.spec import JobSpec, JobState
 from tests.conftest import git
 
 PATHS = (
@@ -93,8 +94,8 @@ def test_committed_refuses_an_untracked_manifest(repo: Path) -> None:
     (repo / "scripts" / "helper.py").write_text("print(1)\n")
     verdict = check(repo, require_pushed=False)
     assert not verdict.passed
-    assert verdict.reason == (
-        "untracked under manifests/, queues/, scripts/: manifests/new.yaml, scripts/helper.py"
+    assert verdict.reason.startswith(
+        "untracked in the campaign: manifests/new.yaml, scripts/helper.py (a job can read"
     )
     assert "git add manifests/new.yaml scripts/helper.py && git commit" in verdict.hint
 
@@ -116,12 +117,60 @@ def test_committed_ignores_ledger_lock_status_and_untracked_outputs(repo: Path) 
     (repo / ".campaign" / "ledger.jsonl").write_text('{"v": 1}\n')
     (repo / ".campaign" / "wrappers.lock").write_text("# lock\n")
     (repo / "STATUS.md").write_text("# rewritten\n")
-    (repo / "results").mkdir()
-    (repo / "results" / "metrics.json").write_text("{}\n")
+    # What the runner writes, untracked and not ignored (this campaign has no .gitignore).
+    for written in ("runs/smoke/a/metrics.json", "logs/a-1.out", ".campaign/jobs/L1.sh"):
+        (repo / written).parent.mkdir(parents=True, exist_ok=True)
+        (repo / written).write_text("{}\n")
     facts = repo_facts(repo, PATHS)
     assert {".campaign/ledger.jsonl", "STATUS.md"} <= facts.dirty
     verdict = committed(facts, paths=PATHS, policy=policy_of(repo, require_pushed=False))
     assert verdict.passed, verdict
+
+
+def test_the_runner_written_paths_are_where_the_runner_writes() -> None:
+    """layout.RUNNER_DIRS/RUNNER_FILES name what the runner modules write: kept in step."""
+    spec_log_dir = {f.name: f.default for f in dataclasses.fields(JobSpec)}["log_dir"]
+    for written in (plan.OUT_ROOT, spec_log_dir, dispatch.JOBS_DIR, recording.JOBS_DIR):
+        assert f"{written}/" in layout.RUNNER_DIRS
+    for state in (local.STATE_DIR, sshbox.STATE_DIR):
+        assert layout.runner_written(f"{state}/x/y.json")
+    assert layout.runner_written(submitlock.LOCK_FILE)
+    assert not layout.runner_written("runsy/x") and not layout.runner_written("configs/a.yaml")
+
+
+def test_committed_refuses_an_untracked_file_anywhere_in_the_campaign(repo: Path) -> None:
+    """A job reaches files no command word names (a glob, a directory, a variable): an
+    untracked file outside the runner's own directories is refused wherever it is."""
+    (repo / "results").mkdir()
+    (repo / "results" / "metrics.json").write_text("{}\n")
+    (repo / "configs" / "extra.yaml").write_text("lr: 9\n")
+    verdict = check(repo, require_pushed=False)
+    assert not verdict.passed
+    assert verdict.reason.startswith(
+        "untracked in the campaign: configs/extra.yaml, results/metrics.json (a job can read"
+    )
+    assert "git add configs/extra.yaml results/metrics.json && git commit" in verdict.hint
+
+
+def test_committed_refuses_a_file_only_a_local_exclude_rule_hides(repo: Path) -> None:
+    """.git/info/exclude is no clone's and no review's: what only it hides is refused; what the
+    committed .gitignore hides (an output, a cache) and bytecode caches pass."""
+    (repo / ".gitignore").write_text("results/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore results")
+    (repo / ".git" / "info" / "exclude").write_text("data/\n__pycache__/\n")
+    for made in ("results/m.json", "data/train.csv", "configs/__pycache__/x.pyc"):
+        (repo / made).parent.mkdir(parents=True, exist_ok=True)
+        (repo / made).write_text("1\n")
+    verdict = check(repo, require_pushed=False)
+    assert not verdict.passed
+    assert verdict.reason.startswith(
+        "ignored only by a rule HEAD does not hold: data/ (.git/info/exclude:1: data/)"
+    )
+    assert "move the rule into the campaign's .gitignore and commit it" in verdict.hint
+    (repo / ".gitignore").write_text("results/\ndata/\n")
+    git(repo, "commit", "-qam", "data is no source")
+    assert check(repo, require_pushed=False).passed
 
 
 def test_committed_refuses_outside_git(campaign: Path) -> None:
@@ -456,3 +505,16 @@ def test_evaluate_reports_every_gate_in_order_and_require_stops_at_the_first(
     assert caught.value.exit_code == 1
     assert str(caught.value).startswith("smoke_first: no smoke of the current config")
     require(verdicts[:2])
+
+
+def test_committed_refuses_a_file_only_a_global_excludes_file_hides(
+    repo: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "global-ignore").write_text("*.local\n")
+    git(repo, "config", "core.excludesFile", str(tmp_path / "global-ignore"))
+    (repo / "configs" / "lr.local").write_text("lr: 9\n")
+    verdict = check(repo, require_pushed=False)
+    assert not verdict.passed
+    assert verdict.reason.startswith(
+        f"ignored only by a rule HEAD does not hold: configs/lr.local ({tmp_path}/global-ignore:1:"
+    )

@@ -16,7 +16,8 @@ from campaignops import yamldoc
 from campaignops.policy import Policy, from_data
 from campaignops.runner import gitfacts
 from campaignops.runner.committed import committed
-from campaignops.runner.gitfacts import ASSUME_UNCHANGED, SKIP_WORKTREE, Route, blob_id, route
+from campaignops.runner.gitfacts import ASSUME_UNCHANGED, SKIP_WORKTREE, blob_id
+from campaignops.runner.route import Route, route
 from tests.conftest import git
 
 MANIFEST = "manifests/smoke.yaml"

@@ -1,4 +1,5 @@
-"""files_named: the campaign's files a rendered task command names, on a real directory tree."""
+"""files_named and reach: the campaign's files a rendered task command names, and the
+directories it reaches without naming their files, on a real directory tree."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.runner.named import files_named, words
+from campaignops.runner.named import files_named, reach, words
+
+FILES_BOTH = ("configs/example/wide.yaml", "scripts/train.py")
 
 
 @pytest.fixture
@@ -112,3 +115,30 @@ def test_a_symlink_to_a_file_counts_wherever_it_leads(tree: Path) -> None:
 def test_the_root_may_be_given_relative(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tree.parent)
     assert files_named(["python3 scripts/train.py"], Path("camp")) == ("scripts/train.py",)
+
+
+@pytest.mark.parametrize(
+    ("cmd", "files", "dirs"),
+    [
+        # bash -c: the quoted command's own words name files.
+        ("bash -c 'python3 scripts/train.py configs/example/wide.yaml'", FILES_BOTH, ()),
+        ("ssh h \"bash -c 'cat scripts/train.py'\"", ("scripts/train.py",), ()),
+        # A glob, a brace, a variable: the directory the word starts from.
+        ("cat configs/example/*.yaml", (), ("configs/example",)),
+        ("cat configs/example/{wide,narrow}.yaml", (), ("configs/example",)),
+        ("cat configs/ex$NAME/a.yaml", (), ("configs",)),
+        ("d=configs; cat $d/example/wide.yaml", (), ("", "configs")),
+        ("cat `ls configs`", (), ("",)),
+        # A directory argument.
+        ("ls -R configs/example", (), ("configs/example",)),
+        ("find . -name x", (), ("",)),
+        # Nothing of the campaign: the runner's output root, a home directory, outside paths.
+        ("python3 scripts/train.py --out ${CAMPAIGN_OUT}/a/*", ("scripts/train.py",), ()),
+        ("cat $HOME/x ~/y /etc/$X ../z/*", (), ()),
+    ],
+)
+def test_reach_of_what_a_command_expands(
+    tree: Path, cmd: str, files: tuple[str, ...], dirs: tuple[str, ...]
+) -> None:
+    found = reach([cmd], tree)
+    assert (found.files, found.dirs) == (files, dirs)

@@ -284,3 +284,38 @@ def test_status_prints_aligned_columns_and_interval_needs_watch(camp: Path, run)
     assert row.startswith(f"{ledger.read(camp).jobs[-1].job_id}  baseline, wide")
     lone = run("status", "--interval", "90")
     assert lone.code == 2 and "--interval applies to --watch only" in lone.err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bash -c 'cat configs/extra/base.yaml'",
+        "cat configs/extra/*.yaml; true",  # the args (--epochs N) go to true
+        "d=configs/extra; cat $d/base.yaml; true",
+    ],
+    ids=["bash -c", "glob", "variable"],
+)
+def test_a_config_the_command_reads_indirectly_is_part_of_the_fingerprint(  # type: ignore[no-untyped-def]
+    camp: Path, run, command: str
+) -> None:
+    """A config named only inside `bash -c '…'` (or through a glob or a variable) is still what
+    the job reads: editing it after the smoke needs a new smoke (issue 16, item 5)."""
+    (camp / "configs/extra").mkdir()
+    config = camp / "configs/extra/base.yaml"
+    config.write_text("width: 32\n")
+    (camp / "manifests/indirect.yaml").write_text(
+        "project: indirect\nbackend: local\nresources: {time: '00:05:00'}\n"
+        f"smoke:\n  args: {{epochs: 1}}\njobs:\n  - id: reads\n    cmd: {json.dumps(command)}\n"
+        "    args: {epochs: 2}\n"
+    )
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a job reading a config inside bash -c")
+    assert run("submit", "manifests/indirect.yaml", "--stage", "smoke").code == 0
+    settle(run, camp, want="COMPLETED")
+    git(camp, "commit", "-qam", "smoke done")
+    ready = run("submit", "manifests/indirect.yaml", "--stage", "production", "--dry-run")
+    assert ready.code == 0 and "a submit would pass every gate" in ready.out, ready.out
+    config.write_text("width: 4096\n")
+    git(camp, "commit", "-qam", "edit the config after its smoke")
+    stale = run("submit", "manifests/indirect.yaml", "--stage", "production", "--dry-run")
+    assert stale.code == 1 and "refused by smoke_first" in stale.out, stale.out

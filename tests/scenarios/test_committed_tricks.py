@@ -8,6 +8,7 @@ record, no job script, no local job started).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -161,3 +162,41 @@ def test_a_config_committed_as_a_symlink_out_of_the_repository(
     (camp / "configs/example/wide.yaml").symlink_to(tmp_path / "wide.yaml")
     commit(camp, "config kept outside")
     refused(run, camp, GRID, "configs/example/wide.yaml -> ")
+
+
+# Commands that read configs/extra/ without naming a file there as a shell word of their own.
+INDIRECT = {
+    "bash -c": "bash -c 'cat configs/extra/base.yaml configs/extra/stray.yaml'",
+    "glob": "cat configs/extra/*.yaml",
+    "brace expansion": "cat configs/extra/{base,stray}.yaml",
+    "directory argument": "ls -R configs/extra",
+    "variable": "d=configs/extra; cat $d/base.yaml $d/stray.yaml",
+}
+
+
+def _indirect(camp: Path, command: str) -> str:
+    """A committed manifest of one job running ``command``, and a committed config it reads."""
+    (camp / "configs/extra").mkdir()
+    (camp / "configs/extra/base.yaml").write_text("width: 32\n")
+    (camp / "manifests/indirect.yaml").write_text(
+        "project: indirect\nbackend: local\nresources: {time: '00:05:00'}\n"
+        "smoke:\n  args: {epochs: 1}\n"
+        f"jobs:\n  - id: reads\n    cmd: {json.dumps(command)}\n"
+    )
+    commit(camp, "a job reading configs/extra/ indirectly")
+    return "manifests/indirect.yaml"
+
+
+@pytest.mark.parametrize("command", INDIRECT.values(), ids=INDIRECT.keys())
+def test_an_untracked_file_a_command_reaches_indirectly(camp: Path, run: Run, command: str) -> None:
+    manifest = _indirect(camp, command)
+    (camp / "configs/extra/stray.yaml").write_text("width: 4096\n")
+    result = refused(run, camp, manifest, "configs/extra/stray.yaml")
+    assert "git add configs/extra/stray.yaml" in result.err
+
+
+@pytest.mark.parametrize("command", INDIRECT.values(), ids=INDIRECT.keys())
+def test_a_modified_file_a_command_reaches_indirectly(camp: Path, run: Run, command: str) -> None:
+    manifest = _indirect(camp, command)
+    (camp / "configs/extra/base.yaml").write_text("width: 4096\n")
+    refused(run, camp, manifest, "configs/extra/base.yaml")

@@ -9,18 +9,19 @@ from collections.abc import Mapping, Sequence
 from campaignops import layout
 from campaignops.policy import Policy
 from campaignops.runner.gitfacts import RepoFacts
-from campaignops.runner.verdict import Verdict
+from campaignops.runner.verdict import MAX_LISTED, Verdict
 from campaignops.runner.verdict import listed as _listed
 from campaignops.runner.verdict import ok as _ok
 from campaignops.runner.verdict import quoted as _quoted
 from campaignops.runner.verdict import refuse as _refuse
 
 # What the runner itself rewrites between submissions: never a reason to refuse one.
-BOOKKEEPING = frozenset({layout.LEDGER_FILE, layout.LOCK_FILE, "STATUS.md"})
-# Untracked files here may be what a job runs (a new manifest, queue or script): refuse.
+BOOKKEEPING = layout.RUNNER_FILES
+# Ignored files here may be what a job runs (a new manifest, queue or script): refuse them even
+# when a committed rule ignores them.
 WATCHED_DIRS = ("manifests", "queues", "scripts")
 WATCHED_KINDS = (layout.MANIFEST, layout.QUEUE, layout.WRAPPER)
-# Ignored there, yet no reason to refuse: caches tools derive from the committed sources.
+# Ignored, yet no reason to refuse: caches tools derive from the committed sources.
 DERIVED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ipynb_checkpoints"})
 DERIVED_SUFFIXES = (".pyc", ".pyo", ".DS_Store")
 
@@ -78,13 +79,13 @@ def _trick(facts: RepoFacts, paths: Sequence[str]) -> Verdict | None:
     return None
 
 
+def _derived(rel: str) -> bool:
+    return bool(DERIVED_DIRS.intersection(rel.split("/"))) or rel.endswith(DERIVED_SUFFIXES)
+
+
 def _hidden(facts: RepoFacts, policy: Policy) -> Verdict | None:
     hidden = sorted(
-        p
-        for p in facts.ignored
-        if _watched(p.rstrip("/"), policy.globs)
-        and not DERIVED_DIRS.intersection(p.split("/"))
-        and not p.endswith(DERIVED_SUFFIXES)
+        p for p in facts.ignored if _watched(p.rstrip("/"), policy.globs) and not _derived(p)
     )
     if not hidden:
         return None
@@ -97,12 +98,59 @@ def _hidden(facts: RepoFacts, policy: Policy) -> Verdict | None:
     )
 
 
+def _add(paths: Sequence[str]) -> str:
+    """``git add PATHS`` for a few paths; for many, where to see them all."""
+    if len(paths) <= MAX_LISTED:
+        return f"git add {_quoted(paths)}"
+    return "git add them (git status --untracked-files=all --ignored lists them all)"
+
+
+def _untracked(facts: RepoFacts) -> Verdict | None:
+    """Untracked files anywhere in the campaign, the runner's own apart: a glob, a brace, a
+    variable, a directory argument or ``bash -c '…'`` reach files no command word names, so
+    the whole checkout must be what HEAD holds."""
+    untracked = sorted(p for p in facts.untracked if not layout.runner_written(p))
+    if untracked:
+        return _refuse(
+            "committed",
+            f"untracked in the campaign: {_listed(untracked)} (a job can read any file "
+            "of the checkout, through a glob, a directory or a variable; no commit holds these)",
+            f"commit them ({_add(untracked)} && git commit), or remove them; outputs belong "
+            "under runs/ (the runner's), or under a directory the committed .gitignore ignores",
+        )
+    return None
+
+
+def _local(facts: RepoFacts) -> Verdict | None:
+    """Ignored files that only a rule outside HEAD hides (.git/info/exclude, a global excludes
+    file), bytecode caches and the runner's own apart: the commit does not say they are no
+    source, and a job can read them as well as an untracked file."""
+    local = {
+        p: rule
+        for p, rule in facts.local_rules.items()
+        if not layout.runner_written(p) and not _derived(p)
+    }
+    if local:
+        return _refuse(
+            "committed",
+            "ignored only by a rule HEAD does not hold: "
+            f"{_listed(f'{p} ({r})' for p, r in local.items())} (a job can read them; no "
+            "clone has them, and no review sees the rule)",
+            "if they are outputs or caches, move the rule into the campaign's .gitignore and "
+            "commit it (git add .gitignore && git commit); else commit them "
+            f"({_add(sorted(local))} && git commit) or remove them",
+        )
+    return None
+
+
 def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
     """What is submitted is what HEAD holds, byte for byte: the files named (manifest, policy,
     wrappers, configs, every file the commands name) are in HEAD and identical to it, none
     through a symlink out of the repository, none with an index bit that hides its changes;
-    no other tracked file differs from HEAD (a job runs the checkout), no new or ignored file
-    waits under manifests/, queues/, scripts/; with require_pushed, HEAD is pushed."""
+    no other tracked file differs from HEAD and no file is untracked (a job can read the whole
+    checkout), no file is ignored by a rule HEAD does not hold, none is ignored under
+    manifests/, queues/, scripts/; the runner's own files apart. With require_pushed, HEAD is
+    pushed."""
     gate = "committed"
     if not facts.is_repo:
         return _refuse(
@@ -154,16 +202,9 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
             f"commit {'it' if len(dirty) == 1 else 'them'}: git add {_quoted(dirty)} && git commit "
             "(or discard with git restore), then submit again",
         )
-    untracked = sorted(p for p in facts.untracked if _watched(p, policy.globs))
-    if untracked:
-        return _refuse(
-            gate,
-            f"untracked under {', '.join(d + '/' for d in WATCHED_DIRS)}: {_listed(untracked)}",
-            f"commit them (git add {_quoted(untracked)} && git commit) or remove them",
-        )
-    hidden = _hidden(facts, policy)
-    if hidden is not None:
-        return hidden
+    for verdict in (_untracked(facts), _hidden(facts, policy), _local(facts)):
+        if verdict is not None:
+            return verdict
     short = facts.head[:12]
     if not policy.require_pushed:
         return _ok(gate, f"HEAD {short} holds every file submitted")

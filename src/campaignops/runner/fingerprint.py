@@ -18,7 +18,10 @@ smoke-first gate can match one against the other. It is the sha256 of a canonica
 - the accelerator class of the stage's request (``cpu``, ``gpu``, ``gpu:<model>``: see
   runner.accelerator), so a CPU smoke never stands for a GPU production;
 - the content (sha256) of every file in the campaign the target's command names (its config,
-  its script): editing one is a new config, whatever the manifest says.
+  its script; inside ``bash -c '…'`` too), and for each directory it reaches without naming
+  its files (a glob, a brace, a variable, a directory argument) one digest of HEAD's object
+  ids under it (runner/named.py, runner/headtree.py): editing one is a new config, whatever
+  the manifest says.
 
 Masked (value replaced, key kept): every run-length key in an ``args`` mapping, ``--key V``,
 ``--key=V``, ``-key V`` and ``key=V`` of a run-length key inside commands, and in every

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from campaignops.errors import GitError
+from campaignops.runner.route import route
 
 SKIP_WORKTREE = "skip-worktree"
 ASSUME_UNCHANGED = "assume-unchanged"
@@ -26,7 +27,6 @@ LINK_MODE = "120000"
 # A Git LFS pointer: HEAD holds this text, the working tree the content it names by sha256.
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\n"
 POINTER_MAX = 1024  # git-lfs's own limit on what it reads as a pointer
-MAX_LINKS = 40  # the kernel's own limit on symlinks followed in one path
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class RepoFacts:
     ignored: frozenset[str] = frozenset()
     # Of the paths asked about and not in HEAD, those git ignores: path -> "source:line: rule".
     rules: Mapping[str, str] = field(default_factory=dict)
+    # Of the ignored entries, those no rule in HEAD hides: path -> "source:line: rule".
+    local_rules: Mapping[str, str] = field(default_factory=dict)
     # Files present in the working tree whose index entry hides changes from git status:
     # path -> SKIP_WORKTREE or ASSUME_UNCHANGED.
     flagged: Mapping[str, str] = field(default_factory=dict)
@@ -88,45 +90,6 @@ def blob_id(data: bytes, *, sha256: bool) -> str:
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a path leads in the working tree: the symlinks passed and the real path (both
-    relative to the top of the repository), or ``escape``, the target that left it."""
-
-    links: tuple[str, ...] = ()
-    real: str | None = None
-    escape: str | None = None
-
-
-def route(top: Path, rel: str) -> Route:
-    """Follow ``rel`` (relative to ``top``) component by component as the kernel would, without
-    leaving ``top``: an absolute target, a ``..`` above the top or a loop is an escape."""
-    pending = rel.split("/")[::-1]
-    done: list[str] = []
-    links: list[str] = []
-    target = rel
-    while pending:
-        part = pending.pop()
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not done:
-                return Route(links=tuple(links), escape=target)
-            done.pop()
-            continue
-        done.append(part)
-        here = top.joinpath(*done)
-        if not here.is_symlink():
-            continue
-        target = str(here.readlink())
-        links.append("/".join(done))
-        if target.startswith("/") or len(links) > MAX_LINKS:
-            return Route(links=tuple(links), escape=target)
-        done.pop()
-        pending.extend(reversed(target.split("/")))
-    return Route(links=tuple(links), real="/".join(done))
 
 
 @dataclass(frozen=True)
@@ -254,19 +217,48 @@ def _tree(top: Path, specs: Sequence[str]) -> dict[str, Entry]:
     return out
 
 
-def _ignore_rules(top: Path, rels: Sequence[str]) -> dict[str, str]:
-    """Of ``rels`` (untracked), those an ignore or exclude rule hides: rel -> "source:line: rule"."""
+def _rule_sources(top: Path, rels: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+    """Of ``rels`` (untracked), those an ignore or exclude rule hides: rel -> (source, line,
+    rule), the source as git names it (a .gitignore relative to the top, .git/info/exclude, or
+    core.excludesFile's path)."""
     if not rels:
         return {}
     data = b"".join(os.fsencode(r) + b"\0" for r in rels)
     # Exit 1: none of them is ignored.
     out = _fields(_git(top, "check-ignore", "-v", "-z", "--stdin", stdin=data, ok=(0, 1)))
     return {
-        out[i + 3]: f"{out[i]}:{out[i + 1]}: {out[i + 2]}"
+        out[i + 3]: (out[i], out[i + 1], out[i + 2])
         for i in range(0, len(out) - 3, 4)
         if out[i]  # -v lists a matching negation (!rule) too: then it is not ignored
         and not out[i + 2].startswith("!")
     }
+
+
+def _ignore_rules(top: Path, rels: Sequence[str]) -> dict[str, str]:
+    """Of ``rels`` (untracked), those an ignore or exclude rule hides: rel -> "source:line: rule"."""
+    return {rel: f"{s}:{n}: {r}" for rel, (s, n, r) in _rule_sources(top, rels).items()}
+
+
+def _local_rules(top: Path, lead: str, ignored: Iterable[str]) -> dict[str, str]:
+    """Of the ignored entries (campaign-relative), those only a rule outside HEAD hides
+    (.git/info/exclude, core.excludesFile, a .gitignore HEAD does not hold): rel -> "source:
+    line: rule". A committed .gitignore is the campaign's own word that a path is no source
+    (an output, a cache, a credential); a rule only this clone has is not. Two calls at most."""
+    found = _rule_sources(top, [lead + rel for rel in ignored])
+    # Only a .gitignore inside the repository can be in HEAD (core.excludesFile may name a path
+    # outside it, which ls-tree would refuse).
+    sources = sorted(
+        {
+            s
+            for s, _, _ in found.values()
+            if posixpath.basename(s) == ".gitignore"
+            and not posixpath.isabs(s)
+            and ".." not in s.split("/")
+        }
+    )
+    listing = _git(top, "ls-tree", "-z", "--name-only", "HEAD", "--", *sources) if sources else b""
+    held = set(_fields(listing))
+    return {q[len(lead) :]: f"{s}:{n}: {r}" for q, (s, n, r) in found.items() if s not in held}
 
 
 def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
@@ -373,6 +365,7 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
         converted=converted,
         unseen=frozenset(quiet) - converted,
         outside=outside,
+        local_rules=_local_rules(top, lead, sorted(ignored)) if ignored else {},
         upstream=upstream,
         upstream_contains_head=contains,
     )

@@ -7,7 +7,7 @@ backend page, the content of the files each command names).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from campaignops import layout, lockfile, manifest, queuefile
 from campaignops.checks import queues as queue_checks
 from campaignops.errors import UsageError
 from campaignops.files import FileReader
-from campaignops.runner import accelerator, fingerprint, named, plan
+from campaignops.runner import accelerator, fingerprint, headtree, named, plan
 
 WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0-9]+)")
 
@@ -70,22 +70,40 @@ def queue_cells(root: Path, rel: str) -> tuple[tuple[queuefile.Cell, ...], dict[
 
 
 def named_digests(
-    doc: Mapping[str, Any], targets: Sequence[manifest.Target], root: Path
+    doc: Mapping[str, Any],
+    targets: Sequence[manifest.Target],
+    root: Path,
+    *,
+    manifest_path: str | None = None,
+    blobs: Callable[[], Mapping[str, str]] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """Each target's named files (path → sha256), read from its production command: the run
-    length a smoke shortens never changes which files a config is made of."""
-    cache: dict[str, str] = {}
+    """Each target's named files (path → sha256), read from its production command (the run
+    length a smoke shortens never changes which files a config is made of), and for each
+    directory the command reaches without naming its files (a glob, a brace, a variable, a
+    directory argument, inside ``bash -c '…'`` too) the digest of the committed files under it
+    (runner/headtree.py). ``blobs``: the committed files' object ids (default: HEAD's, from
+    git), asked for only when some command reaches a directory."""
     out: dict[str, dict[str, str]] = {}
+    cache: dict[str, str] = {}
+    trees: dict[str, str] = {}
+    listing: list[Mapping[str, str]] = []  # HEAD's listing, once, if needed
+    # Covered by the fingerprint in their own way: the manifest (masked) and its queue file.
+    skip = {p for p in (manifest_path, doc.get("queue")) if isinstance(p, str)}
     for target in targets:
         command = plan.command(target, doc, target.args)
+        reach = named.reach([command], root)
         digests: dict[str, str] = {}
-        for rel in named.files_named([command], root):
+        for rel in reach.files:
             if rel not in cache:
                 try:
                     cache[rel] = lockfile.digest((root / rel).read_bytes())
                 except OSError:
                     cache[rel] = "unreadable"
             digests[rel] = cache[rel]
+        if reach.dirs:
+            if not listing:
+                listing.append(blobs() if blobs is not None else headtree.head_blobs(root))
+            digests.update(headtree.reached(reach.dirs, listing[0], skip=skip, cache=trees))
         out[target.id] = digests
     return out
 
@@ -99,11 +117,14 @@ def fingerprints(
     page: Mapping[str, Any] | None,
     root: Path,
     targets: Sequence[str],
+    manifest_path: str | None = None,
 ) -> dict[str, str]:
     """Every target's fingerprint at ``stage``; the named files are read for ``targets`` (the
     ones submitted) only."""
     every = list(manifest.targets(doc, cells))
     wanted = set(targets)
     hardware = {t.id: accelerator.of(plan.resources_for(doc, t.phase, stage), page) for t in every}
-    files = named_digests(doc, [t for t in every if t.id in wanted], root)
+    files = named_digests(
+        doc, [t for t in every if t.id in wanted], root, manifest_path=manifest_path
+    )
     return fingerprint.fingerprints(doc, cells, configs=configs, hardware=hardware, files=files)

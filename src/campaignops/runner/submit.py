@@ -260,6 +260,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
         page=page,
         root=root,
         targets=[t for j in jobs for t in j.targets],
+        manifest_path=manifest,
     )
     tasks = [t for j in jobs for t in j.spec.tasks]
     wrappers = inputs.wrappers_in(tasks, root)
