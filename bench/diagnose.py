@@ -14,9 +14,9 @@ None is a ``samples`` line of the catalog. Two matchers run side by side over th
 
 Printed per matcher: right / wrong / missed on the errors, benign lines matched, and lines per
 second; then the engine's figures against the targets (>= 90 % right, 0 wrong, 0 benign).
-A blind set (tests/data/diagnose/blind/), gathered after the catalog was tuned on the corpus's
-misses by someone who had not seen the catalog, is scored on its own line: the honest figure
-for errors nobody tuned against. Exit 0 when the engine meets the targets, 1 when not (the figures are still printed).
+The held-out files (tests/data/diagnose/blind/errors_*.yaml: a blind set gathered by someone
+who had not seen the catalog, and a set held out by source when catalog entries were added) are
+scored one line per file: the honest figures for errors nobody tuned against. Exit 0 when the engine meets the targets, 1 when not (the figures are still printed).
 """
 
 from __future__ import annotations
@@ -231,17 +231,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"MISSED {case.id}: expected {case.category} ({case.source})")
         for case, got in ours.benign:
             print(f"BENIGN {got}: {case.text[:120]} ({case.source})")
-    blind = cases("errors_", CORPUS / "blind")
-    if blind:
-        seen = score(engine_matcher(), blind, [], 1)
+    for path in sorted((CORPUS / "blind").glob("errors_*.yaml")):
+        held = cases(path.stem, CORPUS / "blind")
+        seen = score(engine_matcher(), held, [], 1)
+        sources = len({case.source for case in held})
         print(
-            f"blind set (written after the tuning, never tuned against): engine "
-            f"{seen.right}/{seen.total} {seen.rate:.0%} right, {len(seen.wrong)} wrong, "
-            f"{len(seen.missed)} missed"
+            f"held out, {path.name} ({len(held)} cases from {sources} sources, never tuned "
+            f"against): engine {seen.right}/{seen.total} {seen.rate:.0%} right, "
+            f"{len(seen.wrong)} wrong, {len(seen.missed)} missed"
         )
         if args.show_misses:
             for case, got in seen.wrong:
-                print(f"BLIND WRONG  {case.id}: expected {case.category}, got {got}")
+                print(f"HELD-OUT WRONG  {case.id}: expected {case.category}, got {got}")
+            for case in seen.missed:
+                print(f"HELD-OUT MISSED {case.id}: expected {case.category} ({case.source})")
     met = ours.rate >= TARGET_RIGHT and not ours.wrong and not ours.benign and not leaked
     print(
         f"targets (>= {TARGET_RIGHT:.0%} right, 0 wrong, 0 benign): "
