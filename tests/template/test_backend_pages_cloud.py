@@ -322,3 +322,15 @@ def test_template_documents_instance_classes() -> None:
     for phrase in ("instance class", "purpose: smoke", "not confirmed", "verified yyyy-mm"):
         assert phrase in text, phrase
     assert len(text.splitlines()) <= MAX_LINES
+
+
+def test_lambda_says_which_api_host_the_sources_give_and_that_both_are_in_use() -> None:
+    # Issue 23's audit: the page had the host "still" on lambdalabs.com from a 2026-06 stamp of a
+    # second-hand profile; it now names the sources read and keeps the current reference open.
+    _, source = page_source("lambda")
+    text = render(source)
+    assert "verified docs.lambda.ai + cloud-api 2026-06" not in text
+    assert (
+        "https://cloud.lambdalabs.com/api/v1" in text and "https://cloud.lambda.ai/api/v1" in text
+    )
+    assert "## Not confirmed" in text

@@ -360,3 +360,32 @@ def test_page_is_short_and_plain(name: str) -> None:
         assert marker not in text, f"{name}.md renders a literal {marker!r}"
     assert "## Not confirmed" in text
     assert "## Gotchas" in text or name in GENERIC
+
+
+# --- issue 23's knowledge audit: the facts it found wrong stay corrected ------------------
+
+
+@pytest.mark.parametrize("name", ["alpine", "generic-slurm"])
+def test_srun_cpus_per_task_rule_names_the_versions_it_holds_for(name: str) -> None:
+    # Slurm 23.11 restored the inheritance 22.05 removed (CHANGELOG/slurm-23.11.md).
+    _, text = page(name)
+    assert "22.05 and later" not in text
+    assert "22.05 to 23.02" in text and "23.11" in text
+
+
+def test_alpine_lists_the_gh200_partition_on_request() -> None:
+    path, text = page("alpine")
+    tiers = {t["name"]: t for t in front(text, str(path))["partitions"]}
+    assert tiers["gh200"]["qos"] == "gh200" and "request" in tiers["gh200"]["notes"]
+
+
+def test_polaris_tells_backfill_from_rejection() -> None:
+    _, text = page("polaris")
+    assert "a negative balance\n  sends `prod` jobs to the backfill queues" not in text
+    assert "sub-allocation" in text and "jobs rejected" in text and "DD project" in text
+
+
+def test_crux_no_longer_asks_whether_alcf_accepts_the_array_throttle() -> None:
+    _, text = page("crux")
+    assert "Whether ALCF's PBS accepts the `%8` concurrency limit" not in text
+    assert "-J <start>-<end>:<skip>%<num_concurrent>" in text
