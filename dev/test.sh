@@ -18,7 +18,12 @@ if [ "$(id -u)" -eq 0 ]; then python3 dev/slurm_cluster.py install; fi
 # (tests/sshboxes.py) starts two sshd on 127.0.0.1 with a user each; under CI=true they must run.
 if [ "$(id -u)" -eq 0 ]; then python3 -c 'import sys; sys.path.insert(0, "."); from tests import sshboxes; sshboxes.install()'; fi
 # pytest exits 5 when it collected no test: that fails this script too, as it should.
-# Parallel workers (pytest-xdist): the tests mostly wait on real services and processes, so more
-# workers than cores pays; `--dist loadgroup` keeps each service's tests on one worker
-# (tests/conftest.py). CAMPAIGNOPS_TEST_WORKERS=0 runs them in this process.
-python -m pytest -n "${CAMPAIGNOPS_TEST_WORKERS:-4}" --dist loadgroup "$@"
+# Arguments (a file, -k …) run just those tests, in this process.
+if [ "$#" -gt 0 ]; then exec python -m pytest -p no:xdist "$@"; fi
+# The suite in two parts. First, in parallel workers (pytest-xdist): the tests mostly wait on
+# processes and real services, so more workers than cores pays; `--dist loadgroup` keeps the
+# ssh boxes' tests on one worker (tests/conftest.py). Then, alone, the tests that wait on the
+# Slurm cluster's own clocks (time limits, warning signals) and the other timing-bound ones
+# (marker `serial`): beside busy workers their bounded waits ran out.
+python -m pytest -n "${CAMPAIGNOPS_TEST_WORKERS:-3}" --dist loadgroup -m "not slurm and not serial"
+python -m pytest -p no:xdist -m "slurm or serial"

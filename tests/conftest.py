@@ -170,11 +170,18 @@ def pytest_configure(config: pytest.Config) -> None:
         "CAMPAIGNOPS_TEMPLATE_CACHE", tempfile.mkdtemp(prefix="campaignops-template-cache-")
     )
     config.addinivalue_line("markers", "ssh: runs against two real sshd on 127.0.0.1")
+    config.addinivalue_line(
+        "markers", "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone"
+    )
+    # Set by the hook below; registered here too so that `-p no:xdist` runs know it.
+    config.addinivalue_line("markers", "xdist_group(name): the pytest-xdist worker group")
 
 
 # Under pytest-xdist (`--dist loadgroup`, as dev/test.sh runs the suite) every test of one real
 # service runs on one worker: that worker starts the service once, and no two workers make the
 # same sshd users or fight over one cluster. Tests that start no service spread over the rest.
+# The Slurm tests wait on the scheduler's own clocks (time limits, warning signals): dev/test.sh
+# runs them, and the `serial` ones, after the parallel part, with no other test beside them.
 SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh"}
 
 
@@ -188,6 +195,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
         groups = sorted({SERVICE_GROUPS[n] for n in names if n in SERVICE_GROUPS})
         if groups:  # a test that needs both services goes with Slurm's
             item.add_marker(pytest.mark.xdist_group(groups[0]))
+        # `-m slurm` / `-m ssh` select every test of the service, marked or not
+        for group in groups:
+            if item.get_closest_marker(group) is None:
+                item.add_marker(getattr(pytest.mark, group))
     yield
 
 

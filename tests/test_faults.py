@@ -121,6 +121,7 @@ def _landed(before: list[dict[str, object]], after: list[dict[str, object]]) -> 
     return "after the result" if "result" in kinds else "between intent and result"
 
 
+@pytest.mark.serial  # its jobs must finish within a bounded wait
 def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
     small: Path, run, capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[no-untyped-def]
