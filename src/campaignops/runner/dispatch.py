@@ -3,6 +3,9 @@ record, ONE scheduler call, a result record (job id, error, or an unknown outcom
 
 Phases are submitted in order, each after the jobs of the phases it depends on (afterok on
 their ids). A failure stops the later jobs; the earlier ones stay submitted and recorded.
+
+``Preflight`` and ``Planned`` (what submit.preflight hands over) are defined here, the module
+that runs them, so submit imports dispatch and never the other way round.
 """
 
 from __future__ import annotations
