@@ -10,6 +10,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 ruff check src tests bench dev
 ruff format --check src tests bench dev
 mypy
+# The import rules (pyproject.toml [tool.importlinter], docs/architecture.md "Import rules").
+lint-imports
 # As root, the Debian packages of the test Slurm cluster (slurmctld, slurmd, slurmdbd, MariaDB,
 # munge) up front; tests/runner/conftest.py starts the cluster for the session and stops it.
 # Under CI=true the Slurm tests must run: the fixture fails instead of skipping.

@@ -38,7 +38,7 @@ from typing import Any
 
 from campaignops import atomic, layout
 from campaignops.errors import CampaignError, InputError
-from campaignops.ledger import Folding, Ledger, decode
+from campaignops.ledger_fold import Folding, Ledger, decode
 
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
 SNAPSHOT_FILE = "campaignops/ledger-snapshot.v1"  # in the git directory

@@ -14,12 +14,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import blocks, boxcells, catalogs, frontmatter, layout, schema, yamldoc
+from campaignops import blocks, boxcells, catalogs, frontmatter, layout, schema
 from campaignops import ledger as ledger_mod
 from campaignops import policy as policy_mod
 from campaignops.atomic import write_atomic
-from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.errors import InputError
 from campaignops.files import FileReader
+from campaignops.runner import budget
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
@@ -35,23 +36,6 @@ _PAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 # ---------------------------------------------------------------------------------- sources
-
-
-def front_matter(text: str, *, path: str) -> dict[str, Any]:
-    """A backend page's front matter as a mapping ({} when the page has none)."""
-    found = frontmatter.split(text)
-    if found is None:
-        return {}
-    try:
-        data = yamldoc.load(found.text, path=path, line_offset=found.first_line - 1)
-    except YamlSyntaxError as exc:
-        raise InputError(
-            path=path,
-            message=f"front matter is not valid YAML "
-            f"(line {exc.line + found.first_line - 1}: {exc.problem})",
-            hint="fix the front matter, then run campaign render",
-        ) from None
-    return data if isinstance(data, dict) else {}
 
 
 class Sources:
@@ -96,7 +80,7 @@ class Sources:
         rel = f"{BACKENDS_DIR}/{name}.md"
         if not _PAGE_NAME.match(name) or not self.reader.exists(rel):
             return None
-        return front_matter(self._text(rel), path=rel)
+        return frontmatter.mapping(self._text(rel), path=rel)
 
     def failures(self) -> Any:
         """The merged catalog: failures.yaml with failures.local.yaml over it by id."""
@@ -337,8 +321,6 @@ def render_jobs(src: Sources) -> str:
 def render_budget(sources: Sources) -> str:
     """Spent against budget per charged backend (runner.budget.summary), without a clock:
     running tasks count as reserved whole, so the block changes only when the ledger does."""
-    from campaignops.runner import budget  # the runner builds on this module: import late
-
     policy = policy_mod.from_data(sources._yaml(layout.POLICY_FILE))
     pages = {name: sources.page(name) for name in policy.backends}
     found = budget.summary(policy, pages, sources.ledger().jobs)

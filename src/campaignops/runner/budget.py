@@ -15,20 +15,18 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from campaignops import layout, ledger, yamldoc
 from campaignops import policy as policy_mod
 from campaignops.errors import CampaignError
 from campaignops.ledger import Job
 from campaignops.policy import Policy
-from campaignops.runner import backends
+from campaignops.runner import backend_base
 from campaignops.runner.charging import USD, Charge, Charging, amount, charging, job_charge
+from campaignops.runner.request import Request
 from campaignops.runner.spec import FINISHED, Resources
 from campaignops.runner.verdict import Verdict
-
-if TYPE_CHECKING:  # gates builds on this module; a Request is only read here
-    from campaignops.runner.gates import Request
 
 GATE = "budget"
 OVERRIDE_HINT = 'or pass --override "why this is worth it" (recorded in the ledger)'
@@ -301,7 +299,7 @@ def read_summary(
     pages: dict[str, Mapping[str, Any] | None] = {}
     for name in policy.backends:
         try:
-            pages[name] = backends.page(root, name)
+            pages[name] = backend_base.page(root, name)
         except (CampaignError, OSError, UnicodeDecodeError):
             pages[name] = None
     return summary(policy, pages, ledger.read(root).jobs if jobs is None else jobs, now)

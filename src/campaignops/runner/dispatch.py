@@ -3,6 +3,9 @@ record, ONE scheduler call, a result record (job id, error, or an unknown outcom
 
 Phases are submitted in order, each after the jobs of the phases it depends on (afterok on
 their ids). A failure stops the later jobs; the earlier ones stay submitted and recorded.
+
+``Preflight`` and ``Planned`` (what submit.preflight hands over) are defined here, the module
+that runs them, so submit imports dispatch and never the other way round.
 """
 
 from __future__ import annotations
@@ -11,15 +14,14 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from campaignops import lockfile
+from campaignops import policy as policy_mod
 from campaignops.errors import CampaignError, InputError
 from campaignops.runner import backends, charging, fingerprint, plan, scheduler
 from campaignops.runner import ledger_writer as lw
-
-if TYPE_CHECKING:
-    from campaignops.runner.submit import Preflight as Preflighted
+from campaignops.runner.verdict import Verdict
 
 JOBS_DIR = ".campaign/jobs"
 
@@ -40,8 +42,32 @@ class Submitted:
     targets: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Planned:
+    job: plan.PlannedJob
+    verdicts: tuple[Verdict, ...]
+    script: str
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """Everything a submission needs, read once: the plan, the gates' verdicts, the facts."""
+
+    root: Path
+    name: str  # the backend
+    backend: backends.Backend
+    policy: policy_mod.Policy
+    manifest: str
+    stage: str
+    planned: tuple[Planned, ...]
+    fingerprints: dict[str, str]
+    wrappers: tuple[str, ...]
+    head: str | None
+    unreachable: str | None
+
+
 def execute(
-    pre: Preflighted,
+    pre: Preflight,
     *,
     now: Callable[[], dt.datetime],
     call: scheduler.Runs,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from campaignops.errors import CampaignError
@@ -19,7 +18,8 @@ from campaignops.policy import Policy
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.gitfacts import RepoFacts
-from campaignops.runner.spec import FINISHED, JobState, Resources
+from campaignops.runner.request import Request as Request  # re-exported: submit, tests
+from campaignops.runner.spec import FINISHED, JobState
 from campaignops.runner.verdict import Verdict as Verdict  # re-exported: submit, cli
 from campaignops.runner.verdict import listed as _listed
 from campaignops.runner.verdict import ok as _ok
@@ -28,25 +28,6 @@ from campaignops.runner.verdict import refuse as _refuse
 
 GATES = ("committed", "authorized", "smoke_first", "no_sibling", "breaker", "budget")
 BREAKER_RUN = 3  # the seed's "3 consecutive same-error failures"
-
-
-@dataclass(frozen=True)
-class Request:
-    """What is asked: the submission the gates judge."""
-
-    campaign: str
-    manifest: str  # relative to the campaign root
-    stage: str
-    backend: str
-    targets: tuple[str, ...]
-    paths: tuple[str, ...]  # manifest, policy, wrappers, queue files, backend page
-    partition: str | None = None
-    queue: str | None = None
-    override: str | None = None
-    time_s: int | None = None  # the job's time limit, in seconds
-    smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
-    resources: Resources | None = None  # what each task holds: the budget gate's estimate
-    earlier_cost: float = 0.0  # the budget estimates of this submission's earlier phases
 
 
 class GateRefused(CampaignError):

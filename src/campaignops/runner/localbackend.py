@@ -1,4 +1,4 @@
-"""The local backend the runner calls (runner.backends.Backend): campaignops.runner.local's
+"""The local backend the runner calls (runner.backend_base.Backend): campaignops.runner.local's
 functions with the checkout's state root (``.campaign/local/``) filled in, and each job sent to
 its executor: localexec, or the box executor for a job with a GPU list
 (campaignops.runner.localbox, ids ``local-gpu-…``)."""
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops.runner import localbox, scheduler, sshbox
+from campaignops.runner import backend_base, localbox, scheduler, sshbox
 from campaignops.runner.local import (
     NAME,
     PARTIAL_ANSWER,
@@ -37,7 +37,7 @@ class LocalBackend:
     """The local backend for one campaign checkout: the module's functions with its state root
     (``.campaign/local/``) filled in. A job with a GPU list runs under the box executor instead
     (campaignops.runner.localbox, ids ``local-gpu-…``): each method sends each id to its own
-    executor. Checked against runner.backends.Backend by mypy."""
+    executor. Checked against runner.backend_base.Backend by mypy."""
 
     NAME = NAME
     TRANSIENT = TRANSIENT
@@ -55,9 +55,7 @@ class LocalBackend:
         return (Path(self.state) / localbox.BOX_DIR).is_dir()
 
     def render(self, spec: JobSpec) -> str:
-        from campaignops.runner import backends  # backends imports this module
-
-        gpus = localbox.gpu_list(spec, backends.page(self.root, self.name))
+        gpus = localbox.gpu_list(spec, backend_base.page(self.root, self.name))
         if gpus is not None:
             return localbox.render(spec, gpus)
         ignored = [k for k in localbox.BOX_ONLY if getattr(spec.box, k) is not None]

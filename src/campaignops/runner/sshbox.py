@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from campaignops.errors import CampaignError
-from campaignops.runner import local, scheduler
+from campaignops.runner import backend_base, local, scheduler
 from campaignops.runner.boxanswers import index_of
 from campaignops.runner.spec import FINISHED, STATES, JobSpec, JobState, live
 from campaignops.runner.sshinstances import of_page
@@ -209,7 +209,7 @@ def assume_running(jobs: Iterable[JobState]) -> list[JobState]:
 
 class SshBackend:
     """The ssh backend for one campaign checkout and one page (its instances are read by the
-    helpers from ``backends/<name>.md``). Checked against runner.backends.Backend by mypy."""
+    helpers from ``backends/<name>.md``). Checked against runner.backend_base.Backend by mypy."""
 
     NAME = NAME
     TRANSIENT = TRANSIENT
@@ -227,9 +227,7 @@ class SshBackend:
     def render(self, spec: JobSpec) -> str:
         # The page's instances are read here, in the preflight: a page that cannot be run
         # (no instances, RunPod's basic proxy) is refused before anything is recorded.
-        from campaignops.runner import backends  # backends imports this module
-
-        of_page(self.root, self.name, backends.page(self.root, self.name))
+        of_page(self.root, self.name, backend_base.page(self.root, self.name))
         return render(spec)
 
     def submit_argv(self, script_path: str) -> list[str]:
@@ -265,3 +263,8 @@ class SshBackend:
 
     def log_path(self, job_id: str, *, name: str, index: int | None) -> str:
         return local.log_path(job_id, name=name, index=index)
+
+
+def state_dir(root: Path, backend: str) -> Path:
+    """This checkout's ids and placement records for one ssh backend (gitignored)."""
+    return root / STATE_DIR / backend_base.checked_name(backend)

@@ -21,8 +21,8 @@ from typing import Any
 
 from campaignops import layout, ledger
 from campaignops.errors import CampaignError, InputError
-from campaignops.runner import backends
-from campaignops.runner.sshbox import JOB_ID
+from campaignops.runner import backend_base
+from campaignops.runner.sshbox import JOB_ID, state_dir
 from campaignops.runner.sshinstances import Instance, of_page
 from campaignops.runner.sshlink import STATE
 
@@ -68,7 +68,7 @@ def page_instances(root: Path, backend: str) -> dict[str, Instance]:
     """The page's instances by name; InputError when the page cannot give any (no page, a
     name that cannot be a page's, a page that does not parse or lists no instances)."""
     try:
-        return {i.name: i for i in of_page(root, backend, backends.page(root, backend))}
+        return {i.name: i for i in of_page(root, backend, backend_base.page(root, backend))}
     except InputError:
         raise
     except CampaignError as exc:
@@ -268,3 +268,42 @@ def refusals(root: Path, job_ids: Iterable[str]) -> list[str]:
         for u in unvouched(root)
         if u.job_id in wanted
     ]
+
+
+Json = dict[str, Any]
+
+
+def placement_record(path: Path) -> Json | None:
+    """A placement record file's content, or None when it is unreadable or not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("placement"), list) else None
+
+
+def placements(root: Path, backend: str, ids: Iterable[str]) -> dict[str, Json]:
+    """Each job's placement record: this checkout's file, else the ledger's result record."""
+    state = state_dir(root, backend)
+    found: dict[str, Json] = {}
+    missing = []
+    for job_id in ids:
+        if not JOB_ID.fullmatch(job_id):
+            continue
+        record = placement_record(state / f"{job_id}.json")
+        if record is None:
+            missing.append(job_id)
+        else:
+            found[job_id] = record
+    if missing:
+        for job in ledger.read(root).jobs:
+            placed = job.record.get("placement")
+            if job.job_id in missing and isinstance(placed, list):
+                found[job.job_id] = {
+                    "job_id": job.job_id,
+                    "name": job.text("name"),
+                    "comment": f"{job.ledger_id} {job.text('commit')}",
+                    "submitted": job.text("submitted"),
+                    "placement": placed,
+                }
+    return found

@@ -29,7 +29,7 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,46 +41,12 @@ from campaignops.errors import CampaignError, InputError
 from campaignops.runner import boxanswers, sshafter, sshlink, sshplaced
 from campaignops.runner.boxanswers import BadAnswer
 from campaignops.runner.spec import FINISHED
-from campaignops.runner.sshbox import JOB_ID, fold, parse_states
+from campaignops.runner.sshbox import fold, parse_states, state_dir
 from campaignops.runner.sshinstances import Instance
-from campaignops.runner.sshsubmit import state_dir
+from campaignops.runner.sshplaced import placement_record as placement_record
+from campaignops.runner.sshplaced import placements as placements
 
 Json = dict[str, Any]
-
-
-def _read(path: Path) -> Json | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("placement"), list) else None
-
-
-def placements(root: Path, backend: str, ids: Iterable[str]) -> dict[str, Json]:
-    """Each job's placement record: this checkout's file, else the ledger's result record."""
-    state = state_dir(root, backend)
-    found: dict[str, Json] = {}
-    missing = []
-    for job_id in ids:
-        if not JOB_ID.fullmatch(job_id):
-            continue
-        record = _read(state / f"{job_id}.json")
-        if record is None:
-            missing.append(job_id)
-        else:
-            found[job_id] = record
-    if missing:
-        for job in ledger.read(root).jobs:
-            placed = job.record.get("placement")
-            if job.job_id in missing and isinstance(placed, list):
-                found[job.job_id] = {
-                    "job_id": job.job_id,
-                    "name": job.text("name"),
-                    "comment": f"{job.ledger_id} {job.text('commit')}",
-                    "submitted": job.text("submitted"),
-                    "placement": placed,
-                }
-    return found
 
 
 @dataclass
@@ -268,7 +234,7 @@ def _mark_finished(root: Path, backend: str, doc: Json) -> None:
         state, _ = fold(job.tasks)
         if state in FINISHED:
             path = state_dir(root, backend) / f"{job.job_id}.json"
-            record = _read(path)
+            record = placement_record(path)
             if record is not None and not record.get("finished"):
                 record["finished"] = True
                 write_atomic(path, (json.dumps(record, indent=1) + "\n").encode())

@@ -34,15 +34,15 @@ from campaignops import splitting
 from campaignops.atomic import write_atomic
 from campaignops.diagnosis import catalog
 from campaignops.errors import CampaignError
-from campaignops.runner import backends, jobids, local, sshafter, sshlink
+from campaignops.runner import backend_base, jobids, local, sshafter, sshlink, sshplaced
 from campaignops.runner.spec import TASK_INDEX
 from campaignops.runner.sshbox import (
     DEPLOY_MARK,
     JOB_ID,
-    STATE_DIR,
     SshBackendError,
     after_of,
     box_of,
+    state_dir,
 )
 from campaignops.runner.sshinstances import Instance, of_page
 from campaignops.taskfiles import ENV_REF
@@ -52,10 +52,6 @@ GPU_FREE_THRESHOLD_MIB = 500
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def state_dir(root: Path, backend: str) -> Path:
-    return root / STATE_DIR / backends.checked_name(backend)
 
 
 def deal(
@@ -204,9 +200,7 @@ def _parents(root: Path, backend: str, after: Sequence[str]) -> dict[str, dict[s
     executor may judge it alone (campaignops.runner.sshafter)."""
     if not after:
         return {}
-    from campaignops.runner import sshquery  # sshquery imports this module
-
-    return sshquery.placements(root, backend, after)
+    return sshplaced.placements(root, backend, after)
 
 
 def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
@@ -218,13 +212,13 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
         raise SshBackendError(message=f"job {d.name}: comment {d.comment!r} is not 'LEDGER COMMIT'")
     commit = words[1]
     campaign = d.name.split(".", 1)[0]
-    instances = of_page(root, backend, backends.page(root, backend))
+    instances = of_page(root, backend, backend_base.page(root, backend))
     settings = box_of(script)
     parents = _parents(root, backend, after)
     raw_costs = settings.get("costs")
     costs = [float(c) for c in raw_costs] if isinstance(raw_costs, list) else None
     shares = deal(d.size, instances, costs)
-    page = backends.page(root, backend)
+    page = backend_base.page(root, backend)
     patterns = (
         catalog.oom_patterns(
             catalog.load(root), backend=backend, kind=str((page or {}).get("kind") or "ssh")

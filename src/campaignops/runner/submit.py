@@ -42,6 +42,8 @@ from campaignops.runner.submitlock import held
 JOBS_DIR = dispatch.JOBS_DIR
 Submitted = dispatch.Submitted
 Retry = dispatch.Retry
+Planned = dispatch.Planned
+Preflight = dispatch.Preflight
 # What a dry run's script shows where the ledger id and commit will go: a syntactically valid
 # id and commit, so every backend's validator accepts the preview.
 PREVIEW_LEDGER_ID = "L00000000T000000Z-000000000000"
@@ -57,13 +59,6 @@ class BackendUnreachable(CampaignError):
 
 
 @dataclass(frozen=True)
-class Planned:
-    job: plan.PlannedJob
-    verdicts: tuple[gates.Verdict, ...]
-    script: str
-
-
-@dataclass(frozen=True)
 class Outcome:
     backend: str
     planned: tuple[Planned, ...]
@@ -72,23 +67,6 @@ class Outcome:
     warnings: tuple[Warned, ...] = ()
     unreachable: str | None = None  # dry run: why no_sibling was not checked
     note: str | None = None  # e.g. --failed with nothing to resubmit
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """Everything a submission needs, read once: the plan, the gates' verdicts, the facts."""
-
-    root: Path
-    name: str  # the backend
-    backend: backends.Backend
-    policy: policy_mod.Policy
-    manifest: str
-    stage: str
-    planned: tuple[Planned, ...]
-    fingerprints: dict[str, str]
-    wrappers: tuple[str, ...]
-    head: str | None
-    unreachable: str | None
 
 
 def _yaml(root: Path, rel: str) -> tuple[str, Any]:
