@@ -47,15 +47,30 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         shown = str(made.path)
     print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
     print(f"CI and the hooks install: {made.answers[REQUIREMENT]}", file=out)
+    pushed = made.answers["require_pushed"] == "yes"
+    print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
     print("Next:", file=out)
     for step in (
         f"cd {shown}",
         "pre-commit install          # the checks on every commit",
         "campaign check              # policy, manifests, stamps, line endings, wrappers, views",
+        *((PUSH_STEP,) if pushed else ()),
         "campaign submit manifests/example.yaml --stage smoke --dry-run",
     ):
         print(f"  {step}", file=out)
     return 0
+
+
+# The new repository has no remote (docs/decisions.md, 122): say what require_pushed means here.
+PUSH_NOT_REQUIRED = (
+    "require_pushed: no (the campaign has no remote yet); once it has its shared remote, set "
+    "require_pushed: true in campaign.yaml so that every submit is of a pushed commit."
+)
+PUSH_REQUIRED = (
+    "require_pushed: yes, and the campaign has no remote yet: submits are refused until HEAD is "
+    "pushed (or until require_pushed: false in campaign.yaml)."
+)
+PUSH_STEP = "git remote add origin URL && git push -u origin HEAD   # URL: the shared repository"
 
 
 REQUIREMENT = "campaignops_requirement"
