@@ -78,3 +78,41 @@ def test_every_next_command_of_campaign_new_passes_as_written(tmp_path: Path) ->
         )
         if step.startswith("cd "):
             done.append(step)
+
+
+DEMO = Path(__file__).resolve().parents[2] / "dev" / "demo.sh"
+
+
+def test_the_demo_leaves_a_clean_campaign(tmp_path: Path) -> None:
+    """dev/demo.sh plants a CRLF script and a duplicate target to show `campaign check` catching
+    them; it removes them again, so the campaign it leaves checks clean and opens production."""
+    env = {**_shell_env(tmp_path), "CAMPAIGNOPS_DEMO_INSTALLED": "1"}
+    root = tmp_path / "demo-campaign"
+    demo = subprocess.run(
+        ["bash", str(DEMO), str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert not (root / "manifests/dup.yaml").exists()
+    assert not (root / "scripts/hello.v1.sh").exists()
+    assert git(root, "diff", "--cached", "--name-only") == ""
+
+    def campaign(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "campaignops", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    check = campaign("check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    production = campaign("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
+    assert production.returncode == 0, production.stdout + production.stderr
