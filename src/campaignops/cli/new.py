@@ -136,9 +136,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     new.add_argument(
         "--source",
-        metavar="URL[@REF]",
+        metavar="URL@REF",
         help="the git repository CI and the pre-commit hook install campaignops from, at a tag "
-        "or commit (default REF: v<this version>); recorded as campaignops @ git+URL@REF. "
+        "or commit (REF is required); recorded as campaignops @ git+URL@REF. "
         "Default: $CAMPAIGNOPS_SOURCE, else this installation's git commit when it was "
         "installed from a repository, else campaignops==<this version> from the package index",
     )
