@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,27 @@ def test_checks_lists_every_id(run) -> None:  # type: ignore[no-untyped-def]
         assert f"{family.name}: {family.summary}" in out
         for cid in family.codes:
             assert f"  {cid}  " in out
+
+
+def test_checks_shows_messages_readably_in_id_order(run) -> None:  # type: ignore[no-untyped-def]
+    out = run("checks").out
+    # Format fields read as <name>, not as Python's template syntax.
+    assert "  MAN001  <problem>\n" in out
+    assert "placeholder ${<name>} is not defined by the grid<where>" in out
+    assert "grid expands to <count> targets, more than the <limit> this check expands" in out
+    assert "duplicate target id '<target>' (<origin>)" in out
+    assert not re.search(r"\{\w+(![rsa])?(:[^}]*)?\}|\{\{", out), out
+    ids = re.findall(r"^  ([A-Z]+\d{3})  ", out, flags=re.MULTILINE)
+    for family in registry.FAMILIES:
+        own = [i for i in ids if i[: len(family)] == family and i[len(family) :].isdigit()]
+        assert own == sorted(own), own
+
+
+def test_the_readme_family_table_lists_each_family_once() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| family | checks |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([A-Z]+)` \|", table, flags=re.MULTILINE)
+    assert rows == list(registry.FAMILIES), rows
 
 
 def test_ids_are_family_plus_three_digits() -> None:
