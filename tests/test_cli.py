@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from campaignops.checks import registry
+from tests import sshboxes
+from tests.conftest import _cluster_module
 
 DUP = "jobs:\n  - id: a\n  - id: a\n"
 
@@ -110,6 +114,16 @@ def test_the_readme_family_table_lists_each_family_once() -> None:
     assert rows == list(registry.FAMILIES), rows
 
 
+def test_the_readme_names_what_the_tests_install_as_root() -> None:
+    """The README does not say "only python3 and git" of the tests when, as root, they install
+    a Slurm cluster's and two SSH boxes' Debian packages (dev/test.sh)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    said = " ".join(readme.split())
+    for package in (*_cluster_module().PACKAGES, *sshboxes.PACKAGES):
+        assert f"`{package}`" in said, package
+    assert "as root, `dev/test.sh` first installs" in said
+
+
 def test_ids_are_family_plus_three_digits() -> None:
     for name, family in registry.FAMILIES.items():
         for cid in family.codes:
@@ -164,3 +178,15 @@ def test_closed_pipe_is_not_a_traceback(campaign: Path) -> None:
     )
     assert proc.stdout.startswith("manifests/d0.yaml:3:9: MAN002")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("audit", [["audit"], ["audit", "resources"]])
+def test_audit_outside_a_campaign_says_where_to_run_it(  # type: ignore[no-untyped-def]
+    audit: list[str], run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run(*audit)
+    assert result.code == 2
+    assert "no campaign.yaml here or above" in result.err
+    assert "run inside a campaign repository (campaign new creates one)" in result.err
+    assert "pass the files" not in result.err  # the audit takes no files
