@@ -124,6 +124,15 @@ def test_the_readme_names_what_the_tests_install_as_root() -> None:
     assert "as root, `dev/test.sh` first installs" in said
 
 
+def test_the_readme_counts_the_catalog_entries_every_campaign_gets() -> None:
+    root = Path(__file__).resolve().parents[1]
+    catalog = root / "template" / "{{cookiecutter.campaign_slug}}" / "failures.yaml"
+    common = catalog.read_text(encoding="utf-8").split("{%", 1)[0]  # before the domain blocks
+    count = len(re.findall(r"^  - id: ", common, flags=re.MULTILINE))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert f"the upstream failure catalog ({count} entries + domain entries;" in readme
+
+
 def test_ids_are_family_plus_three_digits() -> None:
     for name, family in registry.FAMILIES.items():
         for cid in family.codes:
