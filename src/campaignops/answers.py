@@ -130,7 +130,7 @@ QUESTIONS: tuple[Question, ...] = (
     # campaignops.__version__); `campaign new` computes it (campaignops.scaffold.requirement).
     Question(
         "campaignops_requirement",
-        "pip requirement CI and the hooks install campaignops from",
+        "pip requirement CI installs campaignops from",
         "campaignops==0.1.0",
     ),
 )

@@ -116,3 +116,55 @@ def test_the_demo_leaves_a_clean_campaign(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
     production = campaign("submit", "manifests/example.yaml", "--stage", "production", "--dry-run")
     assert production.returncode == 0, production.stdout + production.stderr
+
+
+def test_the_campaign_hook_works_offline_before_any_release(tmp_path: Path) -> None:
+    """`pip install '.[new]'`, `campaign new`, `pre-commit install`, with no package index that
+    serves campaignops (none at all here): a CRLF script is stopped by the campaign-check hook
+    and a clean commit passes. The pinned third-party hooks (shellcheck, check-jsonschema) are
+    downloaded once on first use; they are skipped here, where nothing can be downloaded."""
+    env = {
+        **_shell_env(tmp_path),
+        "PIP_NO_INDEX": "1",
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_FIND_LINKS": "",
+        "SKIP": "shellcheck,check-github-workflows,check-gitlab-ci",
+    }
+    env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
+    made = subprocess.run(
+        [sys.executable, "-m", "campaignops", "new", "hooked", "--defaults"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    root = tmp_path / "hooked"
+
+    def shell(script: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", script],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    assert shell("pre-commit install").returncode == 0
+    ident = "git -c user.name=T -c user.email=t@example.org -c commit.gpgsign=false"
+    head = git(root, "rev-parse", "HEAD")
+    (root / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\r\necho hi\r\n")
+    stopped = shell(f"git add -A && {ident} commit -m 'a CRLF script'")
+    assert stopped.returncode == 1, stopped.stdout
+    assert re.search(r"campaign check \(all families\)\.+Failed", stopped.stdout), stopped.stdout
+    assert "scripts/hello.v1.sh" in stopped.stdout and "EOL001" in stopped.stdout
+    assert git(root, "rev-parse", "HEAD") == head
+    (root / "scripts/hello.v1.sh").write_bytes(b"#!/usr/bin/env bash\necho hi\n")
+    passed = shell(f"git add -A && {ident} commit -m 'an LF script'")
+    assert passed.returncode == 0, passed.stdout
+    assert re.search(r"campaign check \(all families\)\.+Passed", passed.stdout), passed.stdout

@@ -46,7 +46,8 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if shown.startswith(".."):
         shown = str(made.path)
     print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
-    print(f"CI and the hooks install: {made.answers[REQUIREMENT]}", file=out)
+    print(f"CI installs: {made.answers[REQUIREMENT]}", file=out)
+    print(HOOK_NOTE, file=out)
     pushed = made.answers["require_pushed"] == "yes"
     print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
     print("Next:", file=out)
@@ -69,6 +70,11 @@ PUSH_NOT_REQUIRED = (
 PUSH_REQUIRED = (
     "require_pushed: yes, and the campaign has no remote yet: submits are refused until HEAD is "
     "pushed (or until require_pushed: false in campaign.yaml)."
+)
+# The campaign-check hook is `language: system` (docs/decisions.md, 126): it needs no index.
+HOOK_NOTE = (
+    "The pre-commit hook runs the campaign on PATH (this one: nothing to download); install it "
+    "wherever you commit."
 )
 PUSH_STEP = "git remote add origin URL && git push -u origin HEAD   # URL: the shared repository"
 
