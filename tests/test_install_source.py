@@ -169,6 +169,19 @@ def _answers(root: Path) -> dict[str, str]:
     return data
 
 
+def test_campaign_new_says_what_ci_fails_on_with_a_release_pin(
+    tmp_path: Path, run, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    pinned = f"campaignops=={__version__}"
+    result = run("new", "camp", "--defaults", "--data", f"campaignops_requirement={pinned}")
+    assert result.code == 0, result.err
+    assert f"CI will pip-install {pinned} from the package index, and fail if" in result.out
+    assert "--source URL@COMMIT" in result.out
+    sourced = run("new", "other", "--defaults", "--source", "https://example.org/c.git@abc123")
+    assert sourced.code == 0 and "package index" not in sourced.out
+
+
 def test_campaign_new_refuses_a_source_without_a_ref(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
     result = run("new", "camp", "--defaults", "--source", "https://example.org/c.git")

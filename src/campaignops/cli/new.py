@@ -46,7 +46,10 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if shown.startswith(".."):
         shown = str(made.path)
     print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
-    print(f"CI installs: {made.answers[REQUIREMENT]}", file=out)
+    recorded = made.answers[REQUIREMENT]
+    print(f"CI installs: {recorded}", file=out)
+    if recorded.startswith("campaignops=="):
+        print(FROM_INDEX_NOTE.format(requirement=recorded), file=out)
     print(HOOK_NOTE, file=out)
     pushed = made.answers["require_pushed"] == "yes"
     print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
@@ -70,6 +73,13 @@ PUSH_NOT_REQUIRED = (
 PUSH_REQUIRED = (
     "require_pushed: yes, and the campaign has no remote yet: submits are refused until HEAD is "
     "pushed (or until require_pushed: false in campaign.yaml)."
+)
+# A pinned release comes from the package index, and campaignops has published none yet: say
+# what CI will fail on, and what to record instead (issue 20; docs/template.md).
+FROM_INDEX_NOTE = (
+    "note: CI will pip-install {requirement} from the package index, and fail if that version "
+    "is not published there; to install from a repository CI can reach instead, make the "
+    "campaign with --source URL@COMMIT (or edit CAMPAIGNOPS_REQUIREMENT in the CI files)."
 )
 # The campaign-check hook is `language: system` (docs/decisions.md, 126): it needs no index.
 HOOK_NOTE = (
