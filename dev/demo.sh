@@ -6,14 +6,18 @@
 # classic defects and watch `campaign check` catch them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-python3 -m venv "$here/.venv"
-"$here/.venv/bin/python" -m pip install --quiet --upgrade pip
-"$here/.venv/bin/python" -m pip install --quiet -e "$here[new]"  # [new]: campaign new's engines
-export PATH="$here/.venv/bin:$PATH"
+# CAMPAIGNOPS_DEMO_INSTALLED=1: campaign (with [new]) is already on PATH; the tests run the demo
+# so, from the suite's own installation, offline.
+if [ -z "${CAMPAIGNOPS_DEMO_INSTALLED:-}" ]; then
+  python3 -m venv "$here/.venv"
+  "$here/.venv/bin/python" -m pip install --quiet --upgrade pip
+  "$here/.venv/bin/python" -m pip install --quiet -e "$here[new]"  # [new]: campaign new's engines
+  export PATH="$here/.venv/bin:$PATH"
+fi
 
 demo="${1:-$(mktemp -d)/demo-campaign}"
 echo "== campaign new $demo --defaults"
-campaign new "$demo" --defaults --data require_pushed=no  # no remote to push to here
+campaign new "$demo" --defaults
 cd "$demo"
 # The template's backend facts carry the month they were verified; STALE ages them. A real
 # campaign re-verifies them; the demo stamps them with this month so its clean run stays clean.
@@ -66,6 +70,12 @@ echo "== campaign check --fix repairs the line endings (of files git tracks: sta
 git add scripts/hello.v1.sh
 campaign check --fix --select EOL >/dev/null || true
 campaign check --select EOL && echo "line endings clean (exit 0)"
+
+echo
+echo "== remove what the demo planted: the campaign is clean again"
+git reset --quiet -- scripts/hello.v1.sh
+rm -f scripts/hello.v1.sh manifests/dup.yaml
+campaign check && echo "clean (exit 0)"
 
 echo
 echo "Look at: $demo"

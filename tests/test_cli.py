@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from campaignops.checks import registry
+from tests import sshboxes
+from tests.conftest import _cluster_module
 
 DUP = "jobs:\n  - id: a\n  - id: a\n"
 
@@ -88,6 +93,46 @@ def test_checks_lists_every_id(run) -> None:  # type: ignore[no-untyped-def]
             assert f"  {cid}  " in out
 
 
+def test_checks_shows_messages_readably_in_id_order(run) -> None:  # type: ignore[no-untyped-def]
+    out = run("checks").out
+    # Format fields read as <name>, not as Python's template syntax.
+    assert "  MAN001  <problem>\n" in out
+    assert "placeholder ${<name>} is not defined by the grid<where>" in out
+    assert "grid expands to <count> targets, more than the <limit> this check expands" in out
+    assert "duplicate target id '<target>' (<origin>)" in out
+    assert not re.search(r"\{\w+(![rsa])?(:[^}]*)?\}|\{\{", out), out
+    ids = re.findall(r"^  ([A-Z]+\d{3})  ", out, flags=re.MULTILINE)
+    for family in registry.FAMILIES:
+        own = [i for i in ids if i[: len(family)] == family and i[len(family) :].isdigit()]
+        assert own == sorted(own), own
+
+
+def test_the_readme_family_table_lists_each_family_once() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| family | checks |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([A-Z]+)` \|", table, flags=re.MULTILINE)
+    assert rows == list(registry.FAMILIES), rows
+
+
+def test_the_readme_names_what_the_tests_install_as_root() -> None:
+    """The README does not say "only python3 and git" of the tests when, as root, they install
+    a Slurm cluster's and two SSH boxes' Debian packages (dev/test.sh)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    said = " ".join(readme.split())
+    for package in (*_cluster_module().PACKAGES, *sshboxes.PACKAGES):
+        assert f"`{package}`" in said, package
+    assert "as root, `dev/test.sh` first installs" in said
+
+
+def test_the_readme_counts_the_catalog_entries_every_campaign_gets() -> None:
+    root = Path(__file__).resolve().parents[1]
+    catalog = root / "template" / "{{cookiecutter.campaign_slug}}" / "failures.yaml"
+    common = catalog.read_text(encoding="utf-8").split("{%", 1)[0]  # before the domain blocks
+    count = len(re.findall(r"^  - id: ", common, flags=re.MULTILINE))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert f"the upstream failure catalog ({count} entries + domain entries;" in readme
+
+
 def test_ids_are_family_plus_three_digits() -> None:
     for name, family in registry.FAMILIES.items():
         for cid in family.codes:
@@ -142,3 +187,15 @@ def test_closed_pipe_is_not_a_traceback(campaign: Path) -> None:
     )
     assert proc.stdout.startswith("manifests/d0.yaml:3:9: MAN002")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("audit", [["audit"], ["audit", "resources"]])
+def test_audit_outside_a_campaign_says_where_to_run_it(  # type: ignore[no-untyped-def]
+    audit: list[str], run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run(*audit)
+    assert result.code == 2
+    assert "no campaign.yaml here or above" in result.err
+    assert "run inside a campaign repository (campaign new creates one)" in result.err
+    assert "pass the files" not in result.err  # the audit takes no files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -78,8 +79,6 @@ def test_the_template_default_pins_this_version() -> None:
     [
         ("https://github.com/org/campaignops.git@v9.9.9", "git+https://github.com/org/campaignops.git@v9.9.9"),
         ("git+https://github.com/org/campaignops.git@abc123", "git+https://github.com/org/campaignops.git@abc123"),
-        ("https://github.com/org/campaignops.git", f"git+https://github.com/org/campaignops.git@v{__version__}"),
-        ("ssh://git@github.com/org/campaignops.git", f"git+ssh://git@github.com/org/campaignops.git@v{__version__}"),
         ("ssh://git@github.com/org/campaignops.git@v1", "git+ssh://git@github.com/org/campaignops.git@v1"),
         ("/srv/mirror@v1", "git+file://localhost/srv/mirror@v1"),
     ],
@@ -95,6 +94,10 @@ def test_from_source(source: str, wanted: str) -> None:
         ("ftp://example.org/campaignops@v1", "scheme 'ftp'"),
         ("https://example.org/a b@v1", "campaignops_requirement must pin"),
         ("", "--source is empty"),
+        # No default REF: v<version> is no published tag, and CI would fail on it.
+        ("https://github.com/org/campaignops.git", "names no tag or commit"),
+        ("ssh://git@github.com/org/campaignops.git", "names no tag or commit"),
+        ("/srv/mirror", "names no tag or commit"),
     ],
 )
 def test_from_source_refusals(source: str, message: str) -> None:
@@ -166,18 +169,40 @@ def _answers(root: Path) -> dict[str, str]:
     return data
 
 
+def test_campaign_new_says_what_ci_fails_on_with_a_release_pin(
+    tmp_path: Path, run, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    pinned = f"campaignops=={__version__}"
+    result = run("new", "camp", "--defaults", "--data", f"campaignops_requirement={pinned}")
+    assert result.code == 0, result.err
+    assert f"CI will pip-install {pinned} from the package index, and fail if" in result.out
+    assert "--source URL@COMMIT" in result.out
+    sourced = run("new", "other", "--defaults", "--source", "https://example.org/c.git@abc123")
+    assert sourced.code == 0 and "package index" not in sourced.out
+
+
+def test_campaign_new_refuses_a_source_without_a_ref(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    result = run("new", "camp", "--defaults", "--source", "https://example.org/c.git")
+    assert result.code == 2 and "names no tag or commit" in result.err, result.err
+    assert "--source https://example.org/c.git@COMMIT" in result.err
+    assert not (tmp_path / "camp").exists()
+
+
 def test_campaign_new_records_the_source(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
     result = run("new", "camp", "--defaults", "--source", "https://example.org/c.git@v2.0.0")
     assert result.code == 0, result.err
     wanted = "campaignops @ git+https://example.org/c.git@v2.0.0"
-    assert f"CI and the hooks install: {wanted}\n" in result.out
+    assert f"CI installs: {wanted}\n" in result.out
     assert _answers(tmp_path / "camp")["campaignops_requirement"] == wanted
     hooks = yaml.safe_load((tmp_path / "camp/.pre-commit-config.yaml").read_text())
     check = hooks["repos"][0]["hooks"][0]
-    assert check["id"] == "campaign-check" and check["language"] == "python"
+    # The hook runs the installed campaign (no download); CI installs the recorded requirement.
+    assert check["id"] == "campaign-check" and check["language"] == "system"
     assert check["entry"] == "campaign check --base HEAD"
-    assert check["additional_dependencies"] == [wanted]
+    assert "additional_dependencies" not in check
     workflow = yaml.safe_load((tmp_path / "camp/.github/workflows/checks.yml").read_text())
     assert workflow["env"] == {"CAMPAIGNOPS_REQUIREMENT": wanted}
 
@@ -243,3 +268,26 @@ def test_campaign_new_without_the_engine_names_the_extra(tmp_path: Path, run, mo
     assert "campaign new needs copier" in result.err
     assert "pip install 'campaignops[new]'" in result.err
     assert not (tmp_path / "camp").exists()
+
+
+# A ref to campaignops as the docs write one: a hook's `rev: vX.Y.Z`, a URL's `@vX.Y.Z`.
+NAMED_TAG = re.compile(r"(?:\brev:\s*|\.git@|campaignops@|@)(v\d+\.\d+\.\d+)\b")
+
+
+def test_no_documentation_names_a_tag_that_does_not_exist() -> None:
+    """README, docs/ (not decisions.md: it is history) and the template name only tags this
+    repository has: a user who copies `rev: v0.1.0` or `--source URL@v0.1.0` gets a failing CI."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "tag", "--list"], capture_output=True, text=True, check=False
+    )
+    tags = set(listed.stdout.split()) if listed.returncode == 0 else set()
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages += [p for p in sorted((ROOT / "template").rglob("*")) if p.is_file()]
+    named = {
+        f"{page.relative_to(ROOT)}: {m.group(1)}"
+        for page in pages
+        if page.name != "decisions.md"
+        for m in NAMED_TAG.finditer(page.read_text(encoding="utf-8", errors="replace"))
+        if m.group(1) not in tags
+    }
+    assert not named, sorted(named)

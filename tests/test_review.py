@@ -218,7 +218,24 @@ def test_a_grid_too_large_to_expand_is_unread_not_built(sides: tuple[Path, Path]
     _edit(sides[1], SMOKE, "lr: [0.1, 0.01]\n  seed: [1, 2]", f"lr: [{values}]\n  seed: [{values}]")
     review = _review(sides)
     assert review.unread == {SMOKE: "expands to more than 100000 targets"}
-    assert len(review.removed) == 4
+    # Its four targets are not known to be gone: unread, not removed.
+    assert review.removed == ()
+
+
+def test_a_queue_manifest_whose_queue_became_unreadable_removes_no_cell(
+    sides: tuple[Path, Path],
+) -> None:
+    head = sides[1]
+    for root in sides:
+        (root / "queues").mkdir(exist_ok=True)
+        (root / "queues/cells.txt").write_text("configs/baseline.yaml t1\n", encoding="utf-8")
+        (root / "manifests/cells.yaml").write_text(
+            "queue: queues/cells.txt\ndefault_cmd: bash scripts/run_one.v1.sh\n", encoding="utf-8"
+        )
+    (head / "queues/cells.txt").unlink()
+    review = _review(sides)
+    assert set(review.unread) == {"manifests/cells.yaml"}, review.unread
+    assert review.removed == ()
 
 
 def test_a_config_reached_through_a_glob_needs_a_new_smoke_when_it_changes(

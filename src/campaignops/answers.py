@@ -123,12 +123,14 @@ QUESTIONS: tuple[Question, ...] = (
     Question("stale_after_months", "Months before a verified stamp is stale", "6"),
     Question("cloud_budget_usd", "Cloud GPU budget cap in USD (0 = none allowed)", "0"),
     Question("hpc_allocation_cap_percent", "Share of the HPC allocation allowed, %", "80"),
-    Question("require_pushed", "Submit only commits pushed upstream", "yes", YES_NO),
+    # "no": every way of generating makes a campaign without a remote, where "yes" would refuse
+    # the first submit (docs/decisions.md, 127); set it once the campaign has its shared remote.
+    Question("require_pushed", "Submit only commits pushed upstream", "no", YES_NO),
     # The default pins the release that ships this template (a test keeps it equal to
     # campaignops.__version__); `campaign new` computes it (campaignops.scaffold.requirement).
     Question(
         "campaignops_requirement",
-        "pip requirement CI and the hooks install campaignops from",
+        "pip requirement CI installs campaignops from",
         "campaignops==0.1.0",
     ),
 )

@@ -28,15 +28,27 @@ def released(version: str = __version__) -> str:
     return f"{NAME}=={version}"
 
 
-def from_source(source: str, *, version: str = __version__) -> str:
-    """``campaignops @ git+URL@REF`` from ``--source URL[@REF]``; REF defaults to ``v<version>``.
+# No release tag is published, so a default REF (``v<version>``) would name a tag that does not
+# exist and CI's pip install would fail on it (docs/decisions.md, 130): REF is required.
+NO_REF = (
+    "--source {source!r} names no tag or commit: CI installs campaignops at exactly the REF "
+    "given, and there is no default (no release tag is published)"
+)
+NO_REF_HINT = (
+    "append @REF, a tag or commit of that repository: --source {url}@COMMIT (in a checkout of "
+    "it: git rev-parse HEAD; its tags: git ls-remote --tags {url})"
+)
+
+
+def from_source(source: str) -> str:
+    """``campaignops @ git+URL@REF`` from ``--source URL@REF``; REF (a tag or commit) is required.
 
     URL may carry ``git+`` or not, and may be a local path (made a ``file://`` URL). The ref is
     what follows the last ``@`` after the URL's last ``/``, so ``ssh://git@host/r.git`` has none.
     """
     text = source.strip()
     if not text:
-        raise UsageError(message="--source is empty", hint="give a git URL, e.g. URL@v0.1.0")
+        raise UsageError(message="--source is empty", hint="give a git URL and a REF: URL@COMMIT")
     if re.match(r"^[\w.-]+@[\w.-]+:", text) and "://" not in text:
         raise UsageError(
             message=f"--source {source!r}: scp-like git addresses are not URLs pip accepts",
@@ -54,7 +66,11 @@ def from_source(source: str, *, version: str = __version__) -> str:
             message=f"--source {source!r}: scheme {scheme!r} is not one pip installs git from",
             hint="use an https://, ssh:// or file:// URL, or a local path",
         )
-    return check(f"{NAME} @ git+{url}@{ref or 'v' + version}", given=f"--source {source!r}")
+    if not ref:
+        raise UsageError(
+            message=NO_REF.format(source=source), hint=NO_REF_HINT.format(url=text.rstrip("@"))
+        )
+    return check(f"{NAME} @ git+{url}@{ref}", given=f"--source {source!r}")
 
 
 def local_url(path: Path) -> str:
@@ -127,8 +143,8 @@ def check(requirement: str, *, given: str = "campaignops_requirement") -> str:
     if message is not None:
         raise UsageError(
             message=f"{given}: {message} (got {requirement!r})",
-            hint="e.g. --source https://github.com/ORG/campaignops.git@v0.1.0, or "
-            "--data campaignops_requirement=campaignops==0.1.0",
+            hint="e.g. --source https://github.com/ORG/campaignops.git@COMMIT, or "
+            f"--data campaignops_requirement=campaignops=={__version__}",
         )
     return requirement
 

@@ -166,8 +166,12 @@ def _targets(before: Side, after: Side) -> dict[str, tuple[Any, ...]]:
         "added": tuple(
             ref(after.targets[k]) for k in sorted(set(after.targets) - set(before.targets))
         ),
+        # A manifest HEAD cannot expand (invalid, its queue unreadable, too large) lost no
+        # target that anyone can tell: its targets are unknown, not removed ("Manifests not read").
         "removed": tuple(
-            ref(before.targets[k]) for k in sorted(set(before.targets) - set(after.targets))
+            ref(before.targets[k])
+            for k in sorted(set(before.targets) - set(after.targets))
+            if k[0] not in after.unread
         ),
         "changed": tuple(changed),
         "resmoke": tuple(resmoke),

@@ -192,9 +192,16 @@ def test_committed_with_require_pushed_and_a_bare_upstream(repo: Path, tmp_path:
     verdict = check(repo)
     assert not verdict.passed
     assert verdict.reason == "branch main has no upstream and campaign.yaml has require_pushed"
-    assert verdict.hint == "git push -u origin main"
+    # No remote at all (a fresh `campaign new`): how to add one, or how to stay local.
+    assert verdict.hint == (
+        "this repository has no remote to push to: add one and push (git remote add origin URL "
+        "&& git push -u origin main), or keep the campaign local: set require_pushed: false in "
+        "campaign.yaml and commit it"
+    )
 
     git(repo, "remote", "add", "origin", str(bare))
+    verdict = check(repo)
+    assert (verdict.passed, verdict.hint) == (False, "git push -u origin main")
     git(repo, "push", "-q", "-u", "origin", "main")
     assert check(repo).passed
 
@@ -211,6 +218,26 @@ def test_committed_with_require_pushed_and_a_bare_upstream(repo: Path, tmp_path:
     assert check(repo, require_pushed=False).passed
 
     git(repo, "push", "-q")
+    assert check(repo).passed
+
+
+def test_the_no_upstream_hint_names_the_remote_there_is(repo: Path, tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "shared.git"))
+    git(repo, "remote", "add", "shared", str(tmp_path / "shared.git"))
+    assert check(repo).hint == "git push -u shared main"
+    git(repo, "remote", "add", "mine", str(tmp_path / "shared.git"))
+    assert check(repo).hint == "git push -u REMOTE main"
+    git(repo, "push", "-q", "-u", "shared", "main")
+    assert check(repo).passed
+
+
+def test_the_no_remote_hint_when_kept_local_passes(repo: Path) -> None:
+    """The hint's second way, followed as written: require_pushed: false, committed."""
+    policy = repo / "campaign.yaml"
+    text = policy.read_text(encoding="utf-8")
+    assert not check(repo).passed
+    policy.write_text(text.replace("require_pushed: true", "require_pushed: false"))
+    git(repo, "commit", "-q", "-am", "keep the campaign local")
     assert check(repo).passed
 
 

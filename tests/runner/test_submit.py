@@ -259,6 +259,19 @@ def test_commit_records_the_submitted_script_with_the_ledger(camp: Path, run) ->
     settle(run, camp, want="COMPLETED")
 
 
+def test_commit_also_records_the_scripts_of_earlier_uncommitted_submits(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    assert run("submit", "manifests/example-queue.yaml", "--stage", "smoke").code == 0
+    settle(run, camp, want="COMPLETED")
+    first = ledger.read(camp).jobs[-1].ledger_id
+    done = run("submit", "manifests/example.yaml", "--stage", "smoke", "--commit")
+    assert done.code == 0, done.err
+    tracked = set(git(camp, "ls-files", ".campaign").split())
+    assert f".campaign/jobs/{first}.sh" in tracked
+    # Nothing of the runner's is left for `campaign update` or the committed gate to trip on.
+    assert git(camp, "status", "--porcelain", "--untracked-files=all", "--", ".campaign") == ""
+    settle(run, camp, want="COMPLETED")
+
+
 def test_status_prints_aligned_columns_and_interval_needs_watch(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
     assert run("submit", "manifests/example-queue.yaml", "--stage", "smoke").code == 0
     settle(run, camp, want="COMPLETED")

@@ -133,3 +133,17 @@ def test_an_error_the_catalog_does_not_know_is_unknown_and_signed_by_its_line(li
     assert told["last_error"]["text"] == "ValueError: shape (3, 4) vs (4, 5)"
     assert "unexplained failure: ValueError: shape (3, 4) vs (4, 5) (job " in told["lesson"]
     assert "| train | FAILED exit 1, unknown (" in (life.root / "STATUS.md").read_text()
+
+
+def test_a_completed_task_is_no_failure_and_offers_no_lesson(life: Life) -> None:
+    life.write("scripts/train.py", TRAIN, commit=False)
+    life.write("configs/train.yaml", "batch: 32\n", commit=False)
+    life.write("manifests/train.yaml", MANIFEST)
+    job_id = _smoke(life)
+    assert (life.jobs()[-1].state, life.jobs()[-1].exit_code) == ("COMPLETED", 0)
+    told = life.run("diagnose", job_id)
+    assert told.code == 0, told.err
+    assert "the task completed (exit 0), so there is no failure to diagnose" in told.out
+    assert "unknown" not in told.out and "lesson add" not in told.out
+    shown = json.loads(life.run("diagnose", job_id, "--format", "json").out)
+    assert (shown["completed"], shown["lesson"], shown["lesson_command"]) == (True, None, None)

@@ -77,6 +77,72 @@ def test_a_missing_scheduler_is_exit_2_and_a_dry_run_shows_every_other_gate(
     assert ledger.read(camp).jobs == ()
 
 
+# What real clients print when they are there but cannot answer. Slurm: recorded from a client
+# whose controller is down, and from this machine's squeue with no slurm.conf (a login node that
+# is not the backend's). Grid Engine's qstat, first on PATH where a PBS page is used: its
+# qmaster is not reachable from here.
+NO_CONTROLLER = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+NO_CONFIG = """\
+squeue: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host
+squeue: error: fetch_config: DNS SRV lookup failed
+squeue: error: _establish_config_source: failed to fetch config
+squeue: fatal: Could not establish a configuration source"""
+GRID_ENGINE = 'error: unable to contact qmaster using port 6444 on host "gridhead"'
+
+
+def _failing(tmp_path: Path, command: str, message: str) -> Path:
+    """A bin directory whose ``command`` prints ``message`` on stderr and exits 1."""
+    bindir = tmp_path / "failing-bin"
+    bindir.mkdir(exist_ok=True)
+    fake = bindir / command
+    fake.write_text(f"#!/bin/sh\ncat >&2 <<'EOF'\n{message}\nEOF\nexit 1\n")
+    fake.chmod(0o755)
+    return bindir
+
+
+@pytest.mark.parametrize(
+    ("backend", "command", "message"),
+    [
+        pytest.param("generic-slurm", "squeue", NO_CONFIG, id="slurm-no-config"),
+        pytest.param("generic-slurm", "squeue", NO_CONTROLLER, id="slurm-no-controller"),
+        pytest.param("generic-pbs", "qstat", GRID_ENGINE, id="grid-engine-qstat"),
+    ],
+)
+def test_a_scheduler_command_that_cannot_answer_is_not_checked_in_a_dry_run_and_exit_2(
+    new_campaign,  # type: ignore[no-untyped-def]
+    run,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    backend: str,
+    command: str,
+    message: str,
+) -> None:
+    root = new_campaign(
+        "reach",
+        "backends=generic-slurm,generic-pbs,local",
+        "smoke_backend=local",
+        "require_pushed=no",
+    )
+    bindir = _failing(tmp_path, command, message)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    argv = ["submit", "manifests/example.yaml", "--stage", "smoke", "--backend", backend]
+    dry = run(*argv, "--dry-run")
+    assert dry.code == 2, dry.out + dry.err
+    assert "gate committed    pass" in dry.out and "gate budget       pass" in dry.out
+    assert (
+        f"gate no_sibling   pass   not checked: this machine cannot reach backend {backend} ("
+        in dry.out
+    )
+    assert message.splitlines()[-1] in dry.out
+    assert ("#SBATCH --job-name=" if command == "squeue" else "#PBS -N ") in dry.out
+    assert "partition, account and limits" not in dry.out + dry.err
+    real = run(*argv)
+    assert real.code == 2, real.out + real.err
+    assert f"this machine cannot reach backend {backend}: {command}" in real.err
+    assert "nothing was submitted" in real.err and "Traceback" not in real.err
+    assert ledger.read(root).jobs == ()
+
+
 @pytest.mark.slurm
 def test_a_submission_that_times_out_is_an_unknown_outcome_until_refresh_finds_it(
     camp: Path, run, slurm_cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

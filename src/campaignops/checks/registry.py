@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -70,3 +71,21 @@ def run(ctx: CheckContext, *, select: Sequence[str] = (), ignore: Sequence[str] 
         found.update(f for f in family.check(ctx) if f.id in ids)
     problems = tuple(ctx.reader.problems[k] for k in sorted(ctx.reader.problems))
     return Report(findings=tuple(sorted(found)), problems=problems)
+
+
+def readable(template: str) -> str:
+    """A code's message template as `campaign checks` shows it: each field a ``<name>``
+    (``'<name>'`` where the message quotes it), braces unescaped, format specs dropped."""
+    parts: list[str] = []
+    for literal, field, _spec, conversion in string.Formatter().parse(template):
+        parts.append(literal)
+        if field is not None:
+            shown = f"<{field}>"
+            parts.append(f"'{shown}'" if conversion == "r" else shown)
+    return "".join(parts)
+
+
+def listing(family: Family) -> tuple[tuple[str, str], ...]:
+    """(id, readable message) of each code of ``family``, in id order (MAN009 before MAN010:
+    ids are the family and three digits)."""
+    return tuple((cid, readable(family.codes[cid].message)) for cid in sorted(family.codes))

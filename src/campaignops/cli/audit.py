@@ -64,7 +64,11 @@ MAX_DUE_WITHIN = 3660  # ten years: a window longer than any stamp's life says n
 def _scheduled(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import upkeep_gather, upkeep_render
     from campaignops.cli.files import _display
+    from campaignops.cli.jobs import campaign_root
 
+    # The audit takes no files: outside a campaign, say where to run it (the checks' own
+    # refusal would suggest passing files).
+    campaign_root()
     cwd = Path.cwd()
     if args.today is None:
         today, now = dt.date.today(), dt.datetime.now(dt.timezone.utc)

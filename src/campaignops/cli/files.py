@@ -83,8 +83,8 @@ def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _list_checks(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for fam in registry.FAMILIES.values():
         print(f"{fam.name}: {fam.summary}", file=out)
-        for code in fam.codes.values():
-            print(f"  {code.id}  {code.message}", file=out)
+        for cid, message in registry.listing(fam):
+            print(f"  {cid}  {message}", file=out)
     return 0
 
 

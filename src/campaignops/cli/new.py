@@ -46,16 +46,47 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if shown.startswith(".."):
         shown = str(made.path)
     print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
-    print(f"CI and the hooks install: {made.answers[REQUIREMENT]}", file=out)
+    recorded = made.answers[REQUIREMENT]
+    print(f"CI installs: {recorded}", file=out)
+    if recorded.startswith("campaignops=="):
+        print(FROM_INDEX_NOTE.format(requirement=recorded), file=out)
+    print(HOOK_NOTE, file=out)
+    pushed = made.answers["require_pushed"] == "yes"
+    print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
     print("Next:", file=out)
     for step in (
         f"cd {shown}",
         "pre-commit install          # the checks on every commit",
         "campaign check              # policy, manifests, stamps, line endings, wrappers, views",
+        *((PUSH_STEP,) if pushed else ()),
         "campaign submit manifests/example.yaml --stage smoke --dry-run",
     ):
         print(f"  {step}", file=out)
     return 0
+
+
+# The new repository has no remote (docs/decisions.md, 127): say what require_pushed means here.
+PUSH_NOT_REQUIRED = (
+    "require_pushed: no (the campaign has no remote yet); once it has its shared remote, set "
+    "require_pushed: true in campaign.yaml so that every submit is of a pushed commit."
+)
+PUSH_REQUIRED = (
+    "require_pushed: yes, and the campaign has no remote yet: submits are refused until HEAD is "
+    "pushed (or until require_pushed: false in campaign.yaml)."
+)
+# A pinned release comes from the package index, and campaignops has published none yet: say
+# what CI will fail on, and what to record instead (issue 20; docs/template.md).
+FROM_INDEX_NOTE = (
+    "note: CI will pip-install {requirement} from the package index, and fail if that version "
+    "is not published there; to install from a repository CI can reach instead, make the "
+    "campaign with --source URL@COMMIT (or edit CAMPAIGNOPS_REQUIREMENT in the CI files)."
+)
+# The campaign-check hook is `language: system` (docs/decisions.md, 131): it needs no index.
+HOOK_NOTE = (
+    "The pre-commit hook runs the campaign on PATH (this one: nothing to download); install it "
+    "wherever you commit."
+)
+PUSH_STEP = "git remote add origin URL && git push -u origin HEAD   # URL: the shared repository"
 
 
 REQUIREMENT = "campaignops_requirement"
@@ -121,9 +152,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     new.add_argument(
         "--source",
-        metavar="URL[@REF]",
+        metavar="URL@REF",
         help="the git repository CI and the pre-commit hook install campaignops from, at a tag "
-        "or commit (default REF: v<this version>); recorded as campaignops @ git+URL@REF. "
+        "or commit (REF is required); recorded as campaignops @ git+URL@REF. "
         "Default: $CAMPAIGNOPS_SOURCE, else this installation's git commit when it was "
         "installed from a repository, else campaignops==<this version> from the package index",
     )

@@ -41,8 +41,16 @@ class Subject:
 class Report:
     subject: Subject
     diagnosis: Diagnosis
-    lesson: str  # the line `campaign lesson add` would append
-    lesson_command: str  # that command, ready to paste
+    # The line `campaign lesson add` would append, and that command, ready to paste; None for a
+    # task that completed (exit 0): nothing failed, so there is no lesson to offer.
+    lesson: str | None
+    lesson_command: str | None
+
+    @property
+    def completed(self) -> bool:
+        """The scheduler says the task COMPLETED with exit 0: no failure to explain."""
+        evidence = self.diagnosis.evidence
+        return evidence.state == "COMPLETED" and not evidence.failed
 
 
 def _task_ids(job: ledger.Job, be: backends.Backend) -> list[str]:
@@ -156,7 +164,10 @@ def _first_sentence(text: str) -> str:
 def _report(subject: Subject, found: Diagnosis, *, today: dt.date | None) -> Report:
     """The lesson line ``campaign lesson add`` would append, and that command: what failed
     (the entry's title, or the unknown failure's signature), the catalog's fix as a first
-    guess at what fixed it (edit it to what you did), the task, the entry or ``new``."""
+    guess at what fixed it (edit it to what you did), the task, the entry or ``new``; none for
+    a task that completed."""
+    if found.evidence.state == "COMPLETED" and not found.evidence.failed:
+        return Report(subject=subject, diagnosis=found, lesson=None, lesson_command=None)
     entry = found.entry
     if entry is not None:
         failed = lessons.sanitize(_first_sentence(entry.title or entry.symptom), limit=100)
@@ -178,6 +189,7 @@ def as_json(report: Report) -> dict[str, Any]:
     found = report.diagnosis
     entry = found.entry
     return {
+        "completed": report.completed,
         "category": found.category,
         "entry": found.entry_id,
         "matches": [
@@ -208,6 +220,12 @@ def as_json(report: Report) -> dict[str, Any]:
     }
 
 
+COMPLETED_TEXT = (
+    "entry     none: the task completed (exit 0), so there is no failure to diagnose and no "
+    "lesson to add"
+)
+
+
 def as_text(report: Report) -> str:
     """What a person reads: the task, the verdict, the answer and why, then what to do."""
     found, subject = report.diagnosis, report.subject
@@ -215,6 +233,9 @@ def as_text(report: Report) -> str:
     if subject.log:
         lines.append(f"log       {subject.log}" + ("" if subject.log_read else " (not found)"))
     lines.append(f"verdict   {found.evidence.describe()}")
+    if report.completed:
+        lines.append(COMPLETED_TEXT)
+        return "".join(safetext.plain_line(line) + "\n" for line in lines)
     entry = found.entry
     if entry is not None:
         lines.append(

@@ -24,6 +24,11 @@ WATCHED_KINDS = (layout.MANIFEST, layout.QUEUE, layout.WRAPPER)
 # Ignored, yet no reason to refuse: caches tools derive from the committed sources.
 DERIVED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ipynb_checkpoints"})
 DERIVED_SUFFIXES = (".pyc", ".pyo", ".DS_Store")
+# A fresh campaign has no remote: pushing needs one first, or the campaign stays local.
+NO_REMOTE_HINT = (
+    "this repository has no remote to push to: add one and push ({push}), or keep the "
+    "campaign local: set require_pushed: false in campaign.yaml and commit it"
+)
 
 
 def _watched(rel: str, globs: Mapping[str, tuple[str, ...]]) -> bool:
@@ -212,13 +217,13 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
         return _refuse(
             gate,
             f"HEAD {short} is detached and campaign.yaml has require_pushed",
-            "check out a branch and push it: git switch -c NAME && git push -u origin NAME",
+            "check out a branch (git switch -c NAME), then: " + _push(facts, "NAME"),
         )
     if facts.upstream is None:
         return _refuse(
             gate,
             f"branch {facts.branch} has no upstream and campaign.yaml has require_pushed",
-            f"git push -u origin {shlex.quote(facts.branch)}",
+            _push(facts, shlex.quote(facts.branch)),
         )
     if not facts.upstream_contains_head:
         return _refuse(
@@ -227,3 +232,16 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
             "git push, then submit again",
         )
     return _ok(gate, f"HEAD {short} is committed and on {facts.upstream}")
+
+
+def _push(facts: RepoFacts, branch: str) -> str:
+    """The command that gives ``branch`` an upstream: on origin, else the only remote there is;
+    with no remote at all, how to add one or to stop requiring a push."""
+    if not facts.remotes:
+        return NO_REMOTE_HINT.format(
+            push=f"git remote add origin URL && git push -u origin {branch}"
+        )
+    remote = "origin" if "origin" in facts.remotes else facts.remotes[0]
+    if len(facts.remotes) > 1 and remote != "origin":
+        remote = "REMOTE"  # several remotes, none called origin: the user knows which is shared
+    return f"git push -u {shlex.quote(remote)} {branch}"

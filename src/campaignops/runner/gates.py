@@ -194,15 +194,20 @@ def held_targets(state: JobState, job: Job | None, campaign: str) -> set[str]:
 
 
 def no_sibling(
-    request: Request, *, active: Iterable[JobState] | None, jobs: Iterable[Job]
+    request: Request,
+    *,
+    active: Iterable[JobState] | None,
+    jobs: Iterable[Job],
+    unasked: str | None = None,
 ) -> Verdict:
     """No task of the same target is queued or running, at any stage, in any array: two runs
     of one target write the same outputs. ``active`` is the one scheduler query's answer (live
-    jobs with their live tasks; None: the scheduler could not be asked); a submission whose
-    outcome is unknown counts as live."""
+    jobs with their live tasks; None: the scheduler could not be asked, ``unasked`` says why);
+    a submission whose outcome is unknown counts as live."""
     gate = "no_sibling"
     if active is None:
-        return Verdict(gate=gate, passed=True, reason="not checked: the scheduler was not asked")
+        why = unasked or "the scheduler was not asked"
+        return Verdict(gate=gate, passed=True, reason=f"not checked: {why}")
     wanted = set(request.targets)
     jobs = list(jobs)
     by_id = {_base_id(j.job_id): j for j in jobs if j.job_id}
@@ -306,8 +311,10 @@ def evaluate(
     jobs: Sequence[Job],
     active: Sequence[JobState] | None,
     fixes: Mapping[str, str] | None = None,
+    unasked: str | None = None,
 ) -> tuple[Verdict, ...]:
-    """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first)."""
+    """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first).
+    ``unasked``: why ``active`` is None (a dry run on a machine that cannot reach the backend)."""
     return (
         committed(repo, paths=request.paths, policy=policy),
         authorized(
@@ -318,7 +325,7 @@ def evaluate(
             queue=request.queue,
         ),
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
-        no_sibling(request, active=active, jobs=jobs),
+        no_sibling(request, active=active, jobs=jobs, unasked=unasked),
         breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes),
         budget(request, policy=policy, page=page, jobs=jobs),
     )

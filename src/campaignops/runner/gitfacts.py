@@ -61,6 +61,9 @@ class RepoFacts:
     outside: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     upstream: str | None = None  # e.g. origin/main
     upstream_contains_head: bool | None = None  # None: no upstream configured
+    # The repository's remotes by name: none on a fresh `campaign new`, so "push" has nowhere
+    # to go until one is added.
+    remotes: tuple[str, ...] = ()
 
 
 def _git(top: Path, *args: str, stdin: bytes | None = None, ok: Sequence[int] = (0,)) -> bytes:
@@ -368,4 +371,5 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
         local_rules=_local_rules(top, lead, sorted(ignored)) if ignored else {},
         upstream=upstream,
         upstream_contains_head=contains,
+        remotes=tuple(sorted(r.name for r in repo.remotes)),
     )

@@ -54,12 +54,17 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def commit_bookkeeping(root: Path, submitted: Sequence[_Submitted]) -> str:
-    """Commit the ledger, the lock, STATUS.md and the submitted scripts, and only them.
+    """Commit the ledger, the lock, STATUS.md and the job scripts, and only them: this
+    submission's, and any an earlier submit without --commit left (the ledger committed here
+    names them; left untracked, they would stop `campaign update` and the committed gate).
 
     Generated files: the campaign's own hooks are not run on them (``--no-verify``), since a
     hook failing on an unrelated stale stamp must not leave the submission uncommitted.
     """
-    scripts = [f"{JOBS_DIR}/{s.ledger_id}.sh" for s in submitted]
+    jobs_dir = root / JOBS_DIR
+    earlier = sorted(p.name for p in jobs_dir.glob("*.sh")) if jobs_dir.is_dir() else []
+    ours = [f"{s.ledger_id}.sh" for s in submitted]
+    scripts = [f"{JOBS_DIR}/{name}" for name in dict.fromkeys([*earlier, *ours])]
     kept = (layout.LEDGER_FILE, layout.LOCK_FILE, STATUS_FILE, *scripts)
     files = [p for p in kept if (root / p).exists()]
     added = _git(root, "add", "--", *files)

@@ -143,7 +143,7 @@ def call(
     if bad is not None:
         # From a hand-edited ledger (a job id) or manifest: exec would raise, not run it.
         raise CampaignError(
-            message=f"{_program(argv)}: cannot pass {bad!r} as a command argument (it holds a "
+            message=f"{program(argv)}: cannot pass {bad!r} as a command argument (it holds a "
             "NUL or an unpaired surrogate)",
             hint="correct the record or file it came from (git log -p shows who wrote it)",
         )
@@ -160,9 +160,9 @@ def call(
         if proc.returncode == 0 or (proc.returncode in answered and proc.stdout.strip()):
             return Call(argv=tuple(argv), stdout=proc.stdout, attempts=attempt)
         if proc.returncode == COMMAND_NOT_FOUND:
-            program = _program(argv)
+            name = program(argv)
             raise SchedulerUnavailable(
-                message=f"{program}: command not found on this machine",
+                message=f"{name}: command not found on this machine",
                 hint="run this on the backend's submit host (its backend page says which), or "
                 "submit to a backend this machine reaches (--backend local)",
             )
@@ -177,7 +177,7 @@ def call(
         if attempt < attempts:
             sleep(base_delay * 2 ** (attempt - 1))
     raise SchedulerUnavailable(
-        message=f"{_program(argv)} failed {attempts} times: {last}",
+        message=f"{program(argv)} failed {attempts} times: {last}",
         hint="the scheduler is down or overloaded; nothing was submitted — try again later",
     )
 
@@ -209,22 +209,30 @@ def _judged(
 
 def _unknown(argv: Sequence[str], why: str) -> OutcomeUnknown:
     return OutcomeUnknown(
-        message=f"{_program(argv)} {why}: the outcome is unknown (the job may be queued)",
+        message=f"{program(argv)} {why}: the outcome is unknown (the job may be queued)",
         hint=UNKNOWN_HINT,
     )
 
 
 def _refused(argv: Sequence[str], code: int, last: str) -> SchedulerRejected:
     return SchedulerRejected(
-        message=f"{' '.join(argv[:2])} refused: {last or f'exit {code}'}",
+        message=f"{' '.join(_command(argv)[:2])} refused: {last or f'exit {code}'}",
         hint="fix the request per the backend page: partition, account and limits on "
         "a scheduler; the instances' host, port, key and workdir on SSH boxes",
     )
 
 
-def _program(argv: Sequence[str]) -> str:
-    """The scheduler command in ``argv``, past an ``env VAR=value`` prefix."""
+def _command(argv: Sequence[str]) -> list[str]:
+    """``argv`` past an ``env VAR=value`` prefix."""
     words = list(argv)
     if words and words[0] == "env":
-        words = [w for w in words[1:] if "=" not in w]
+        words = words[1:]
+        while words and "=" in words[0]:
+            words = words[1:]
+    return words
+
+
+def program(argv: Sequence[str]) -> str:
+    """The scheduler command in ``argv``, past an ``env VAR=value`` prefix."""
+    words = _command(argv)
     return words[0] if words else "?"

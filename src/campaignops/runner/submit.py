@@ -119,17 +119,32 @@ def failed_targets(jobs: Sequence[ledger.Job], stage: str, among: Sequence[str])
     return out
 
 
+# The queue query names nothing the user chose (no partition, account or limit): a scheduler
+# command that refuses it is one that cannot answer here, not a request to fix.
+QUERY_REFUSED_HINT = (
+    "the {program} here cannot answer for this backend: a client with no reachable controller "
+    "or no configuration, or another scheduler's command of that name (Grid Engine's qstat for "
+    "a PBS page); run this on the backend's submit host (its backend page says which), or "
+    "submit to a backend this machine reaches (--backend local)"
+)
+
+
 def _reach(be: backends.Backend, name: str, call: Call, *, dry_run: bool) -> tuple[Any, str | None]:
-    """The no_sibling query's answer (live jobs), or, in a dry run, None and why it failed."""
+    """The no_sibling query's answer (live jobs), or, in a dry run, None and why it failed:
+    a scheduler that does not answer, is not installed, or refuses the query of its queue."""
+    argv = be.sibling_argv(())
     try:
-        return be.parse_live(call(be.sibling_argv(())).stdout), None
+        return be.parse_live(call(argv).stdout), None
     except scheduler.SchedulerUnavailable as exc:
-        if dry_run:
-            return None, exc.message
-        raise BackendUnreachable(
-            message=f"this machine cannot reach backend {name}: {exc.message}",
-            hint=f"{exc.hint}; nothing was submitted",
-        ) from None
+        why, hint = exc.message, exc.hint
+    except scheduler.SchedulerRejected as exc:
+        why, hint = exc.message, QUERY_REFUSED_HINT.format(program=scheduler.program(argv))
+    if dry_run:
+        return None, why
+    raise BackendUnreachable(
+        message=f"this machine cannot reach backend {name}: {why}",
+        hint=f"{hint}; nothing was submitted",
+    ) from None
 
 
 @dataclass(frozen=True)
@@ -290,6 +305,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             jobs=history.jobs,
             active=active,
             fixes=fixes,
+            unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",
         )
         comment = f"{PREVIEW_LEDGER_ID} {repo.head or PREVIEW_COMMIT}"
         preview = dataclasses.replace(job.spec, comment=comment)
