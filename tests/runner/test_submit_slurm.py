@@ -32,6 +32,8 @@ def camp(tmp_path: Path, run, monkeypatch, slurm_cluster) -> Path:  # type: igno
         "backends=generic-slurm,local",
         "--data",
         "smoke_backend=generic-slurm",
+        "--data",
+        "require_pushed=yes",  # the refusal of an unpushed HEAD below (the default is no)
     )
     assert made.code == 0, made.err
     root = tmp_path / "sl"
