@@ -1,17 +1,8 @@
 """Reading the ledger (.campaign/ledger.jsonl): records folded into one job per ledger_id.
 
-A submission appends an intent record before the scheduler call and a result record after it;
-status refreshes append state records. All records of one submission share a ``ledger_id``, and
-a later record's non-null fields override the earlier ones (a null never erases what is known).
-
-Reading never fails on content: a line that is not UTF-8 or not a JSON object with a string
-``ledger_id`` is skipped and reported in ``Ledger.skipped``; a number that is not finite
-(``1e999``, ``NaN``) reads as absent, like a null. The last line is the expected
-casualty of a crash in mid-append (a torn write); a complete record whose newline alone is
-missing is still read.
-
-The records and their fold are in campaignops.ledger_fold, below both this module and
-ledger_snapshot; the names are re-exported here, the module the rest of the code reads.
+The records, their fold and what reading does with a damaged line are described in
+campaignops.ledger_fold, below both this module and ledger_snapshot; the names are re-exported
+here, the module the rest of the code reads.
 """
 
 from __future__ import annotations
