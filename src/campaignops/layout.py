@@ -157,8 +157,16 @@ def length_problem(path: str) -> str | None:
     return None
 
 
+# What a killed atomic write leaves beside its target (campaignops.atomic: ".NAME.<12 hex>.tmp").
+ATOMIC_LEFTOVER = re.compile(r"(?P<dir>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[0-9a-f]{12}\.tmp")
+
+
 def runner_written(rel: str) -> bool:
-    """Whether ``rel`` (campaign-relative; a directory may end in /) is the runner's own."""
+    """Whether ``rel`` (campaign-relative; a directory may end in /) is the runner's own: its
+    files, its directories, and what a process killed while writing one of its files left."""
+    leftover = ATOMIC_LEFTOVER.fullmatch(rel)
+    if leftover is not None and leftover["dir"] + leftover["name"] in RUNNER_FILES:
+        return True
     return rel in RUNNER_FILES or (rel if rel.endswith("/") else rel + "/").startswith(RUNNER_DIRS)
 
 

@@ -135,6 +135,12 @@ def test_the_runner_written_paths_are_where_the_runner_writes() -> None:
     for state in (local.STATE_DIR, sshbox.STATE_DIR):
         assert layout.runner_written(f"{state}/x/y.json")
     assert layout.runner_written(submitlock.LOCK_FILE)
+    # A submit killed while it rewrote STATUS.md leaves its temporary file (tests/test_faults.py
+    # found one refusing every later submit); another file's leftover is not the runner's.
+    assert layout.runner_written(".STATUS.md.395f433baa3a.tmp")
+    assert layout.runner_written(".campaign/.wrappers.lock.0123456789ab.tmp")
+    assert not layout.runner_written(".README.md.395f433baa3a.tmp")
+    assert not layout.runner_written("configs/.STATUS.md.395f433baa3a.tmp")
     assert not layout.runner_written("runsy/x") and not layout.runner_written("configs/a.yaml")
 
 
