@@ -1,0 +1,2 @@
+"""The local backend: jobs on this machine (CPU), and with a GPU list (the box executor).
+"""

@@ -1,0 +1,2 @@
+"""The Slurm backend: sbatch scripts, the sbatch, squeue, sacct and scancel calls and their answers.
+"""

@@ -1,0 +1,2 @@
+"""Making and updating campaigns: ``campaign new``, ``campaign update``, the template's answers.
+"""

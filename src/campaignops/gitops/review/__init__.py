@@ -1,0 +1,2 @@
+"""`campaign review`: what a change does to the campaign, read from two trees.
+"""

@@ -1,0 +1,2 @@
+"""`campaign audit`: the campaign's upkeep on a schedule (stamps, sources, leftovers).
+"""

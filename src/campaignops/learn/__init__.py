@@ -1,0 +1,2 @@
+"""Learning from finished work: diagnosis, lessons, right-sizing.
+"""

@@ -1,0 +1,2 @@
+"""Views: the generated Markdown blocks, rebuilt from the campaign's own files.
+"""
