@@ -7,7 +7,7 @@ trackers and centre docs, each with its expected category, and benign lines from
 None is a ``samples`` line of the catalog. Two matchers run side by side over the same catalog
 (the template's failures.yaml, its three domain renderings merged):
 
-- **engine**: ``campaignops.diagnosis.engine.diagnose`` (verdict first, every entry on every
+- **engine**: ``campaignops.learn.diagnosis.engine.diagnose`` (verdict first, every entry on every
   line, case-insensitive, earliest line, most specific matcher, ties abstain);
 - **anchor**: the rule it replaced: the first entry in file order with a case-sensitive
   matcher hitting any line, no verdict, no backend restriction.
@@ -36,10 +36,10 @@ import jinja2
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from campaignops import yamldoc  # noqa: E402
-from campaignops.diagnosis import catalog as catalog_mod  # noqa: E402
-from campaignops.diagnosis import engine  # noqa: E402
-from campaignops.diagnosis.verdicts import Evidence  # noqa: E402
+from campaignops.core import yamldoc  # noqa: E402
+from campaignops.learn.diagnosis import engine  # noqa: E402
+from campaignops.learn.diagnosis.verdicts import Evidence  # noqa: E402
+from campaignops.model import catalog as catalog_mod  # noqa: E402
 
 TEMPLATE = REPO / "template" / "{{cookiecutter.campaign_slug}}" / "failures.yaml"
 CORPUS = REPO / "tests" / "data" / "diagnose"

@@ -28,9 +28,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner import scheduler, slurm, status
-from campaignops.runner.spec import JobSpec, Resources
+from campaignops.backends import command as scheduler
+from campaignops.backends.slurm import backend as slurm
+from campaignops.model import ledger_writer as lw
+from campaignops.model.jobspec import JobSpec, Resources
+from campaignops.runner import status
 
 ROOT = Path(__file__).resolve().parents[1]
 

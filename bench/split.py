@@ -26,7 +26,7 @@ import random
 import time
 from collections.abc import Callable
 
-from campaignops import splitting
+from campaignops.model import splitting
 
 TARGET = 1.02
 Gen = Callable[[random.Random, int, int], list[float]]

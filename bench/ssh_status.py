@@ -4,7 +4,7 @@ its time.
 Needs root (it starts the two real sshd of tests/sshboxes.py, with a user each). On each box it
 writes the job directory the ssh backend would have written (job.json, script.sh) and a
 state.json as the box executor leaves it when every task has ended, places the executor, and
-writes this checkout's placement file; then it times ``python -m campaignops.runner.sshquery
+writes this checkout's placement file; then it times ``python -m campaignops.backends.ssh.query
 status`` (the argv the runner calls) with an ``ssh`` wrapper first on PATH counting the calls.
 
     python bench/ssh_status.py [--cells 1000] [--repeat 5]
@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests import sshboxes  # noqa: E402
 
-from campaignops.runner import sshlink  # noqa: E402
-from campaignops.runner.sshinstances import Instance  # noqa: E402
-from campaignops.runner.sshsubmit import deal  # noqa: E402
+from campaignops.backends.ssh import link as sshlink  # noqa: E402
+from campaignops.backends.ssh.instances import Instance  # noqa: E402
+from campaignops.backends.ssh.submit import deal  # noqa: E402
 
 JOB = "ssh-1-abcdef"
 WHEN = "2026-11-24T10:00:00+00:00"
@@ -95,7 +95,7 @@ def main() -> int:
         (bindir / "ssh").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec /usr/bin/ssh "$@"\n')
         (bindir / "ssh").chmod(0o755)
         env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
-        argv = [sys.executable, "-m", "campaignops.runner.sshquery", "status"]
+        argv = [sys.executable, "-m", "campaignops.backends.ssh.query", "status"]
         argv += ["--root", str(camp), "--backend", "generic-ssh", JOB]
         times, calls = [], []
         for _ in range(args.repeat + 1):  # the first run opens the shared connections

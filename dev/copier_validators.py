@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write copier.yml's `validator:` lines from campaignops.answers.RULES (campaignops.copier_rules).
+"""Write copier.yml's `validator:` lines from campaignops.generate.answers.RULES (campaignops.generate.copier_rules).
 
 Run it after changing a rule, a message or the list of questions:
     python dev/copier_validators.py          # rewrite copier.yml
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaignops.copier_rules import rewrite
+from campaignops.generate.copier_rules import rewrite
 
 COPIER_YML = Path(__file__).resolve().parents[1] / "copier.yml"
 

@@ -25,8 +25,10 @@ from pathlib import Path
 
 from cookiecutter.main import cookiecutter
 
-from campaignops import answers, blocks, views
-from campaignops.files import FileReader
+from campaignops.core.files import FileReader
+from campaignops.generate import answers
+from campaignops.model import blocks
+from campaignops.views import render as views
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER = ROOT / "template" / "{{cookiecutter.campaign_slug}}"

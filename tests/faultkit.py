@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.conftest import git
 
 SEED = int(os.environ.get("CAMPAIGN_FAULT_SEED", "20261124"))

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops.atomic import write_atomic
-from campaignops.errors import InputError
+from campaignops.core.atomic import write_atomic
+from campaignops.core.errors import InputError
 
 
 def leftovers(directory: Path) -> list[str]:

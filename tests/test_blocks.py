@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaignops import blocks
+from campaignops.model import blocks
 
 KNOWN = ("jobs", "stages")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from campaignops import boxcells, ledger
+from campaignops.backends.ssh import cells as boxcells
+from campaignops.model import ledger
 
 PAGE = {
     "instances": [

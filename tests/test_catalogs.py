@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaignops import catalogs
-from campaignops.diagnosis import catalog
+from campaignops.model import catalog
+from campaignops.model import catalog_source as catalogs
 
 
 def entry(entry_id: str, fix: str = "upstream fix") -> dict[str, object]:
@@ -98,7 +98,8 @@ def test_a_disable_naming_no_earlier_entry_is_policy004(campaign: Path, run) -> 
 
 
 def test_the_templates_local_catalog_starts_empty_and_valid() -> None:
-    from campaignops import scaffold, schema, yamldoc
+    from campaignops.core import schema, yamldoc
+    from campaignops.generate import new as scaffold
 
     path = scaffold.template_root() / "template/{{cookiecutter.campaign_slug}}/failures.local.yaml"
     data = yamldoc.load(path.read_text(encoding="utf-8"), path="failures.local.yaml")

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from campaignops import compiled, frontmatter, schema, yamldoc
+from campaignops.core import compiled, schema, yamldoc
+from campaignops.model import frontmatter
 
 CLEAN = Path(__file__).parent / "fixtures" / "clean"
 

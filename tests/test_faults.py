@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.conftest import Result
 from tests.faultkit import (
     LEDGER,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import scheduler
+from campaignops.backends import command as scheduler
+from campaignops.model import ledger
 from tests.conftest import Result
 from tests.faultkit import (
     LEDGER,

@@ -15,11 +15,12 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from campaignops import manifest, yamldoc
 from campaignops.checks import manifests
 from campaignops.checks.finding import Finding
-from campaignops.errors import InputError, YamlSyntaxError
-from campaignops.yamldoc import Locator
+from campaignops.core import yamldoc
+from campaignops.core.errors import InputError, YamlSyntaxError
+from campaignops.core.yamldoc import Locator
+from campaignops.model import manifest
 
 BOUNDED = settings(max_examples=200, deadline=None, database=None)
 FIXTURE = settings(

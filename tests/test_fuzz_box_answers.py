@@ -16,12 +16,18 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from campaignops.backends.ssh import afterok as sshafter
+from campaignops.backends.ssh import answers as boxanswers
+from campaignops.backends.ssh import backend as sshbox
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import pull
+from campaignops.backends.ssh import query as sshquery
+from campaignops.backends.ssh import submit as sshsubmit
+from campaignops.backends.ssh.answers import BadAnswer
+from campaignops.backends.ssh.backend import SshBackendError
+from campaignops.backends.ssh.instances import Instance
+from campaignops.model.jobspec import STATES
 from campaignops.remote import boxexec
-from campaignops.runner import boxanswers, pull, sshafter, sshbox, sshlink, sshquery, sshsubmit
-from campaignops.runner.boxanswers import BadAnswer
-from campaignops.runner.spec import STATES
-from campaignops.runner.sshbox import SshBackendError
-from campaignops.runner.sshinstances import Instance
 
 BOUNDED = settings(max_examples=300, deadline=None, database=None)
 FIXTURE = settings(

@@ -13,8 +13,12 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from campaignops.runner import local, pbs, sacct, scheduler, slurm
-from campaignops.runner.spec import STATES, JobState
+from campaignops.backends import command as scheduler
+from campaignops.backends.local import machine as local
+from campaignops.backends.pbs import backend as pbs
+from campaignops.backends.slurm import accounting as sacct
+from campaignops.backends.slurm import backend as slurm
+from campaignops.model.jobspec import STATES, JobState
 
 BOUNDED = settings(max_examples=300, deadline=None, database=None)
 
@@ -191,7 +195,7 @@ def test_a_pbs_lookup_by_name_reads_or_raises_pbs_output_error(ids: str, qstat_o
         assert all(pbs._FORMS["job id"][0].fullmatch(a) for a in argv[argv.index("-t") + 1 :])
 
 
-# The local executor's answer (`python -m campaignops.runner.localexec status`): JSON of its
+# The local executor's answer (`python -m campaignops.backends.local.executor status`): JSON of its
 # own state files, which a crash or a hand edit of .campaign/local/ can leave in any shape.
 LOCAL_RECORD = st.dictionaries(
     st.sampled_from(["job_id", "state", "exit_code", "name", "comment", "started", "ended",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import files
+from campaignops.core import files
 from tests.conftest import TODAY
 
 CLEAN_DEFECT = "jobs:\n  - id: ok\n  - id: ok\n"  # MAN002 at line 3

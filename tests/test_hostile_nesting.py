@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import yamldoc
+from campaignops.core import yamldoc
 from tests.conftest import TODAY
 
 LEVELS = 30_000

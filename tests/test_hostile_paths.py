@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import layout, ledger
-from campaignops.runner import qstat, sacct
+from campaignops.backends.pbs import accounting as qstat
+from campaignops.backends.slurm import accounting as sacct
+from campaignops.core import layout
+from campaignops.model import ledger
 from tests.conftest import git
 
 LONG = "a" * 300  # one path component over the 255 bytes every Linux filesystem takes

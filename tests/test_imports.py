@@ -58,7 +58,7 @@ def test_the_walk_finds_every_module_the_graph_reads() -> None:
 
 def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
     modules = importable()
-    assert "campaignops.runner.localbackend" in modules
+    assert "campaignops.backends.local.backend" in modules
     done = subprocess.run(
         [sys.executable, "-c", FRESH_IMPORTS, *modules],
         capture_output=True,

@@ -12,9 +12,10 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from campaignops import __version__, install_source
-from campaignops import answers as answers_mod
-from campaignops.errors import UsageError
+from campaignops import __version__
+from campaignops.core.errors import UsageError
+from campaignops.generate import answers as answers_mod
+from campaignops.generate import install_source
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from campaignops import journal
+from campaignops.core import journal
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Event

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from campaignops import ledger
+from campaignops.model import ledger
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from campaignops import files, ledger, ledger_snapshot
-from campaignops.errors import InputError
+from campaignops.core import files
+from campaignops.core.errors import InputError
+from campaignops.model import ledger, ledger_snapshot
 
 LEDGER = ".campaign/ledger.jsonl"
 

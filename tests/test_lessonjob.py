@@ -1,4 +1,4 @@
-"""campaignops.lessonjob: which job and task a ``--job`` names, and its diagnosed entry."""
+"""campaignops.learn.lesson_job: which job and task a ``--job`` names, and its diagnosed entry."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger, lessonjob
-from campaignops.errors import UsageError
+from campaignops.core.errors import UsageError
+from campaignops.learn import lesson_job as lessonjob
+from campaignops.model import ledger
 
 
 def history(tmp_path: Path, *records: dict[str, object]) -> ledger.Ledger:

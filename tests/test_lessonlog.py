@@ -1,4 +1,4 @@
-"""campaignops.lessonlog: the checks before writing, and the write itself (lock, atomic replace)."""
+"""campaignops.learn.lesson_add: the checks before writing, and the write itself (lock, atomic replace)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import lessonlog, lessons
-from campaignops.errors import InputError, UsageError
+from campaignops.core.errors import InputError, UsageError
+from campaignops.learn import lesson_add as lessonlog
+from campaignops.model import lessons
 
 DAY = dt.date(2026, 11, 21)
 CATALOG = """\

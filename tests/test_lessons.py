@@ -1,4 +1,4 @@
-"""campaignops.lessons: the lesson line, reading LESSONS.md back, where a new line goes, and
+"""campaignops.model.lessons: the lesson line, reading LESSONS.md back, where a new line goes, and
 which job and catalog entry a ``--job`` names."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops import lessons
-from campaignops.errors import InputError, UsageError
+from campaignops.core.errors import InputError, UsageError
+from campaignops.model import lessons
 
 DAY = dt.date(2026, 11, 24)
 LINE = "- 2026-11-24 · smoke of lr-0.1 died at step 0 (job 4242_1) · halved the batch · cuda-oom"

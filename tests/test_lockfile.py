@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaignops import lockfile
+from campaignops.model import lockfile
 
 LOCK = ".campaign/wrappers.lock"
 WRAPPER = "scripts/run_one.v1.sh"

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from campaignops import policy
+from campaignops.model import policy
 
 
 def test_an_integer_past_a_floats_range_is_no_usable_budget() -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaignops import queuefile
-from campaignops.queuefile import Cell, Edit, Problem
+from campaignops.model import queuefile
+from campaignops.model.queuefile import Cell, Edit, Problem
 
 CELLS = [
     ("configs/a.yaml rec", Cell(1, "configs/a.yaml", "rec", None, "a")),

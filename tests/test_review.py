@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.review import FieldChange, Resmoke, Review, TargetChange, TargetRef, compare
-from campaignops.review_files import EntryChange, FactChange, PolicyChange, WrapperChange
-from campaignops.review_targets import Cost
+from campaignops.gitops.review.files import EntryChange, FactChange, PolicyChange, WrapperChange
+from campaignops.gitops.review.run import (
+    FieldChange,
+    Resmoke,
+    Review,
+    TargetChange,
+    TargetRef,
+    compare,
+)
+from campaignops.gitops.review.targets import Cost
 from tests.conftest import FIXTURES, TODAY
 
 SMOKE = "manifests/smoke.yaml"

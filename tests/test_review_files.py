@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from campaignops.review_files import (
+from campaignops.gitops.review.files import (
     EntryChange,
     FactChange,
     Line,

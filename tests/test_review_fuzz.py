@@ -7,9 +7,9 @@ import random
 import shutil
 from pathlib import Path
 
-from campaignops.errors import CampaignError
-from campaignops.review import compare
-from campaignops.review_render import markdown, to_json
+from campaignops.core.errors import CampaignError
+from campaignops.gitops.review.render import markdown, to_json
+from campaignops.gitops.review.run import compare
 from tests import fuzzmutate
 from tests.conftest import FIXTURES, TODAY
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 from campaignops.checks.finding import Finding
-from campaignops.mdsafe import spans
-from campaignops.review import FieldChange, Resmoke, Review, TargetChange, TargetRef
-from campaignops.review_files import (
+from campaignops.core.mdsafe import spans
+from campaignops.gitops.review.files import (
     EntryChange,
     FactChange,
     Line,
@@ -15,8 +14,9 @@ from campaignops.review_files import (
     QueueChange,
     WrapperChange,
 )
-from campaignops.review_render import MAX_ROWS, markdown, md, to_json
-from campaignops.review_targets import Cost
+from campaignops.gitops.review.render import MAX_ROWS, markdown, md, to_json
+from campaignops.gitops.review.run import FieldChange, Resmoke, Review, TargetChange, TargetRef
+from campaignops.gitops.review.targets import Cost
 
 BASE, HEAD = "a" * 40, "b" * 40
 M = "manifests/m.yaml"
@@ -210,7 +210,7 @@ def test_json_has_the_documented_keys_sorted_and_stable() -> None:
 
 
 def test_a_long_cell_is_cut_inside_its_code_span_which_stays_closed() -> None:
-    from campaignops.review_render import MAX_CELL
+    from campaignops.gitops.review.render import MAX_CELL
 
     for text in ("x" * 1000, "x" * (MAX_CELL - 1) + "|" * 10, "|" * 1000, "`" * 5 + "y" * 999):
         table = markdown(Review(base=BASE, head=HEAD, ref="main", unread={"m.yaml": text}))
@@ -223,7 +223,7 @@ def test_a_long_cell_is_cut_inside_its_code_span_which_stays_closed() -> None:
 
 
 def test_a_review_too_long_for_a_comment_is_cut_at_a_line() -> None:
-    from campaignops.review_render import MAX_COMMENT
+    from campaignops.gitops.review.render import MAX_COMMENT
 
     long = "y" * 1000
     review = Review(

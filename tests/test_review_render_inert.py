@@ -16,8 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from campaignops.checks.finding import Finding
-from campaignops.review import FieldChange, Resmoke, Review, TargetChange, TargetRef
-from campaignops.review_files import (
+from campaignops.gitops.review.files import (
     EntryChange,
     FactChange,
     Line,
@@ -25,8 +24,9 @@ from campaignops.review_files import (
     QueueChange,
     WrapperChange,
 )
-from campaignops.review_render import markdown
-from campaignops.review_targets import Cost
+from campaignops.gitops.review.render import markdown
+from campaignops.gitops.review.run import FieldChange, Resmoke, Review, TargetChange, TargetRef
+from campaignops.gitops.review.targets import Cost
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None)
 BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"

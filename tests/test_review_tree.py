@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import review_tree
-from campaignops.errors import GitError
+from campaignops.core.errors import GitError
+from campaignops.gitops.review import tree as review_tree
 from tests.conftest import FIXTURES, git
 
 

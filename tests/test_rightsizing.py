@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger, rightsizing_render
-from campaignops.rightsizing import (
+from campaignops.learn import rightsizing_render
+from campaignops.learn.rightsizing import (
     Audit,
     Recommendation,
     Request,
@@ -23,6 +23,7 @@ from campaignops.rightsizing import (
     show_size,
     size_kib,
 )
+from campaignops.model import ledger
 
 G = 1024.0**2
 M = 1024.0

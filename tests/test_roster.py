@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import roster
-from campaignops.errors import InputError, UsageError
-from campaignops.roster import Expected, FileFact
+from campaignops.backends.ssh import roster
+from campaignops.backends.ssh.roster import Expected, FileFact
+from campaignops.core.errors import InputError, UsageError
 
 GOOD = b'{"loss": 0.25}\n'
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import safetext
+from campaignops.core import safetext
 from tests.conftest import TODAY
 
 FORGED = "x\n::error::forged"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from campaignops import scaffold
+from campaignops.generate import new as scaffold
 
 
 def _git(root: Path, *args: str) -> str:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops import ledger, queuefile, queueparts, splitting
-from campaignops.errors import UsageError
+from campaignops.core.errors import UsageError
+from campaignops.model import ledger, queuefile, queueparts, splitting
 
 
 def brute_force(costs: list[float], k: int) -> float:

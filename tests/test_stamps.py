@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops.stamps import (
+from campaignops.model.stamps import (
     Stamp,
     age_in_months,
     find_stamps,
@@ -352,7 +352,7 @@ FAST_PARTS = st.sampled_from(TAILS.split("|"))
 @settings(max_examples=500, deadline=None)
 @given(st.lists(FAST_PARTS, max_size=8).map("".join))
 def test_fast_path_agrees_with_the_token_walk(tail: str) -> None:
-    from campaignops.stamps import _prose, _walk_prose
+    from campaignops.model.stamps import _prose, _walk_prose
 
     text = "verified" + tail
     assert _prose(text, len("verified")) == _walk_prose(text, len("verified"))

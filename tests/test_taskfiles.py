@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from campaignops.taskfiles import output_problem, path_problem, shell_word
+from campaignops.model.taskfiles import output_problem, path_problem, shell_word
 
 ENV = {"PATH": "/usr/bin:/bin", "CAMPAIGN_OUT": "runs/a b", "HOME": "/home/x"}
 

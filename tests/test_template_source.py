@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import scaffold, template_source
-from campaignops.errors import CampaignError
+from campaignops.core.errors import CampaignError
+from campaignops.generate import new as scaffold
+from campaignops.generate import template_source
 
 
 def copy(dest: Path) -> Path:

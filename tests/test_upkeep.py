@@ -8,11 +8,18 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger
 from campaignops.checks.finding import Finding
-from campaignops.stamps import find_stamps, markdown_stamps
-from campaignops.upkeep import StampedFile, audit, expires, overdue, sort_stamps, time_limit
-from campaignops.upkeep_gather import key_sources
+from campaignops.gitops.upkeep.gather import key_sources
+from campaignops.gitops.upkeep.run import (
+    StampedFile,
+    audit,
+    expires,
+    overdue,
+    sort_stamps,
+    time_limit,
+)
+from campaignops.model import ledger
+from campaignops.model.stamps import find_stamps, markdown_stamps
 
 UTC = dt.timezone.utc
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from campaignops import upkeep_render as render
 from campaignops.checks.finding import Finding
-from campaignops.upkeep import Audit, DueStamp
+from campaignops.gitops.upkeep import render
+from campaignops.gitops.upkeep.run import Audit, DueStamp
 
 STALE = (
     DueStamp(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from campaignops import views
-from campaignops.files import FileReader
+from campaignops.core.files import FileReader
+from campaignops.views import render as views
 
 BEGIN = "<!-- campaign:begin {} -->\n"
 END = "<!-- campaign:end {} -->\n"

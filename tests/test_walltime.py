@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import schema, walltime
-from campaignops.errors import UsageError
+from campaignops.core import schema
+from campaignops.core.errors import UsageError
+from campaignops.model import walltime
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "campaignops" / "schemas"
 

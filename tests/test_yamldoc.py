@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from campaignops import yamldoc
-from campaignops.errors import InputError, YamlSyntaxError
-from campaignops.yamldoc import Locator
+from campaignops.core import yamldoc
+from campaignops.core.errors import InputError, YamlSyntaxError
+from campaignops.core.yamldoc import Locator
 
 
 def load(text: str) -> object:

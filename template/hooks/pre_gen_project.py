@@ -1,6 +1,6 @@
 """Refuse unacceptable answers before cookiecutter writes anything it keeps.
 
-The rules are campaignops.answers.validate, the same ones `campaign new` applies and copier.yml's
+The rules are campaignops.generate.answers.validate, the same ones `campaign new` applies and copier.yml's
 validators mirror. Answers arrive as JSON inside a raw string: Jinja's tojson escapes quotes, so
 no answer can end the string or run as code here.
 """
@@ -11,7 +11,7 @@ import sys
 ANSWERS = json.loads(r"""{{ cookiecutter | tojson }}""")
 
 try:
-    from campaignops.answers import validate
+    from campaignops.generate.answers import validate
 except ImportError:
     sys.exit(
         "This template validates answers with the campaignops package, which is not importable "

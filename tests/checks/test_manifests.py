@@ -428,7 +428,8 @@ def test_select_and_ignore_by_id(campaign: Path, run) -> None:  # type: ignore[n
 
 
 def test_grid_without_template_id_gets_distinct_default_ids(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
-    from campaignops import manifest, yamldoc
+    from campaignops.core import yamldoc
+    from campaignops.model import manifest
 
     doc = yamldoc.load(SEED_PHASES, path="x")
     ids = [t.id for t in manifest.targets(doc)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaignops import queuefile, queueparts
+from campaignops.model import queuefile, queueparts
 
 EXAMPLE = "queues/example.txt"  # the clean fixture's: cells 'baseline' (line 2), 'no_aug' (3)
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from campaignops import gitrefs
+from campaignops.core import gitrefs
 from tests.conftest import Result, git
 
 Run = Callable[..., Result]

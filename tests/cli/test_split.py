@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaignops import cli, queuefile, queueparts
+from campaignops import cli
+from campaignops.model import queuefile, queueparts
 from tests.conftest import Result
 
 QUEUE = """\

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from campaignops import yamldoc
+from campaignops.core import yamldoc
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "diagnose"
 BLIND = DATA / "blind" / "errors_blind.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from campaignops.diagnosis import catalog
+from campaignops.model import catalog
 
 
 def test_oom_patterns_are_the_gpu_oom_entries_for_the_backend_case_insensitive() -> None:

@@ -1,11 +1,12 @@
-"""The matching rule, one test per clause (campaignops.diagnosis.engine's docstring)."""
+"""The matching rule, one test per clause (campaignops.learn.diagnosis.engine's docstring)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from campaignops.diagnosis import catalog, engine
-from campaignops.diagnosis.verdicts import Evidence
+from campaignops.learn.diagnosis import engine
+from campaignops.learn.diagnosis.verdicts import Evidence
+from campaignops.model import catalog
 
 
 def entry(entry_id: str, category: str, *matchers: str, **more: Any) -> dict[str, Any]:

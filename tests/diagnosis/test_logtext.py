@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaignops.diagnosis import logtext
+from campaignops.learn.diagnosis import logtext
 
 
 def test_lines_split_on_carriage_returns_and_lose_colours_stamps_and_rank_prefixes() -> None:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from campaignops.diagnosis import patterns
+from campaignops.model import failure_patterns as patterns
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from campaignops.diagnosis.verdicts import Evidence
+from campaignops.learn.diagnosis.verdicts import Evidence
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.forge import http
+from campaignops.gitops.forge import http
 from tests.forge import fakeforge
 
 CI_VARIABLES = [

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from campaignops.forge import github, http, settings
+from campaignops.gitops.forge import github, http, settings
 from tests.forge import fakeforge
 from tests.forge.fakeforge import BOT, GITLAB_BOT
 

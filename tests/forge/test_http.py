@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from campaignops.errors import UsageError
-from campaignops.forge import http
+from campaignops.core.errors import UsageError
+from campaignops.gitops.forge import http
 
 SECRET = "tok-SECRET-42"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from campaignops.errors import UsageError
-from campaignops.forge import publish
-from campaignops.forge.publish import Issue, Note
+from campaignops.core.errors import UsageError
+from campaignops.gitops.forge import publish
+from campaignops.gitops.forge.publish import Issue, Note
 
 MARK = "<!-- campaignops:r -->"
 

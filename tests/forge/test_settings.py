@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.errors import UsageError
-from campaignops.forge import settings
+from campaignops.core.errors import UsageError
+from campaignops.gitops.forge import settings
 
 GITHUB = {
     "GITHUB_ACTIONS": "true",

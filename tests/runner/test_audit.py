@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from campaignops.rightsizing import Request
-from campaignops.runner import audit
+from campaignops.learn import resources as audit
+from campaignops.learn.rightsizing import Request
 
 PHASED = """\
 resources: {time: "10:00:00", mem: 16G}

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger, policy
+from campaignops.model import ledger, policy
+from campaignops.model.jobspec import Resources
 from campaignops.runner import budget
 from campaignops.runner.budget import Spent
 from campaignops.runner.gates import Request
-from campaignops.runner.spec import Resources
 from tests.runner.test_charging import CLOUD, POLARIS
 
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=dt.timezone.utc)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.errors import UsageError
+from campaignops.core.errors import UsageError
+from campaignops.model import ledger_writer as lw
 from campaignops.runner import cancel
-from campaignops.runner import ledger_writer as lw
 
 T0 = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 FP = "sha256:" + "0" * 64

@@ -1,4 +1,4 @@
-"""What a job costs (runner/charging.py): what one task holds (whole nodes, GPU shares,
+"""What a job costs (backends/charging.py): what one task holds (whole nodes, GPU shares,
 GPU-hours, USD), the charging model a page gives, a job's estimate at its time limit."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from campaignops.runner import charging as cost
-from campaignops.runner.charging import Charge, Charging, charging, held, job_charge
-from campaignops.runner.spec import Resources
+from campaignops.backends import charging as cost
+from campaignops.backends.charging import Charge, Charging, charging, held, job_charge
+from campaignops.model.jobspec import Resources
 
 POLARIS = {
     "charging": {

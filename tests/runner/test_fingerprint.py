@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaignops import queuefile, schema, yamldoc
-from campaignops.errors import UsageError
-from campaignops.runner.fingerprint import (
+from campaignops.core import schema, yamldoc
+from campaignops.core.errors import UsageError
+from campaignops.model import queuefile
+from campaignops.model.fingerprint import (
     fingerprints,
     smoke_args,
     submission_fingerprint,

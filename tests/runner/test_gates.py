@@ -11,11 +11,15 @@ from typing import Any
 
 import pytest
 
-from campaignops import layout, ledger, yamldoc
-from campaignops.policy import Policy, from_data
-from campaignops.runner import dispatch, local, plan, recording, sshbox, submitlock
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner.fingerprint import fingerprints, submission_fingerprint
+from campaignops.backends.local import machine as local
+from campaignops.backends.ssh import backend as sshbox
+from campaignops.core import layout, yamldoc
+from campaignops.model import ledger
+from campaignops.model import ledger_writer as lw
+from campaignops.model.fingerprint import fingerprints, submission_fingerprint
+from campaignops.model.jobspec import JobSpec, JobState
+from campaignops.model.policy import Policy, from_data
+from campaignops.runner import dispatch, plan, recording, submitlock
 from campaignops.runner.gates import (
     GATES,
     GateRefused,
@@ -30,7 +34,6 @@ from campaignops.runner.gates import (
     smoke_first,
 )
 from campaignops.runner.gitfacts import RepoFacts, repo_facts
-from campaignops.runner.spec import JobSpec, JobState
 from tests.conftest import git
 
 PATHS = (

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from campaignops import yamldoc
-from campaignops.policy import Policy, from_data
+from campaignops.core import yamldoc
+from campaignops.core.route import Route, route
+from campaignops.model.policy import Policy, from_data
 from campaignops.runner import gitfacts
 from campaignops.runner.committed import committed
 from campaignops.runner.gitfacts import ASSUME_UNCHANGED, SKIP_WORKTREE, blob_id
-from campaignops.runner.route import Route, route
 from tests.conftest import git
 
 MANIFEST = "manifests/smoke.yaml"

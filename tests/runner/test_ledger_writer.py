@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from campaignops import layout, ledger, schema
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner.spec import JobState
+from campaignops.core import layout, schema
+from campaignops.model import ledger
+from campaignops.model import ledger_writer as lw
+from campaignops.model.jobspec import JobState
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 FP = "sha256:" + "ab" * 32

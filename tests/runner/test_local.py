@@ -20,9 +20,11 @@ from typing import Any
 
 import pytest
 
-from campaignops import walltime
-from campaignops.runner import local, localjobs, localstate
-from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
+from campaignops.backends.local import jobfiles as localjobs
+from campaignops.backends.local import machine as local
+from campaignops.backends.local import state as localstate
+from campaignops.model import walltime
+from campaignops.model.jobspec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 WAIT_S = 30.0
@@ -123,7 +125,7 @@ SWEEP = JobSpec(
 def test_render_array_with_cap_dependency_limit_and_warning() -> None:
     assert local.render(SWEEP) == (
         "#!/bin/bash\n"
-        "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as\n"
+        "# Local job, run by campaignops.backends.local.executor, which reads the #LOCAL lines as\n"
         "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.\n"
         "#LOCAL --job-name=demo.lr-sweep.production\n"
         "#LOCAL --chdir=/home/me/my campaign\n"
@@ -152,7 +154,7 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
 def test_render_single_job_has_no_array_dependency_or_limit() -> None:
     assert local.render(JobSpec(name="c.t.smoke", workdir="/w", tasks=("true",))) == (
         "#!/bin/bash\n"
-        "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as\n"
+        "# Local job, run by campaignops.backends.local.executor, which reads the #LOCAL lines as\n"
         "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.\n"
         "#LOCAL --job-name=c.t.smoke\n"
         "#LOCAL --chdir=/w\n"
@@ -175,7 +177,7 @@ def test_render_single_job_limit_is_hours_minutes() -> None:
     )
     assert local.render(job) == (
         "#!/bin/bash\n"
-        "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as\n"
+        "# Local job, run by campaignops.backends.local.executor, which reads the #LOCAL lines as\n"
         "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.\n"
         "#LOCAL --job-name=c.t.smoke\n"
         "#LOCAL --chdir=/w\n"

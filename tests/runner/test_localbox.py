@@ -1,4 +1,4 @@
-"""campaignops.runner.localbox and LocalBackend's choice of executor per job (the whole story,
+"""campaignops.backends.local.gpu and LocalBackend's choice of executor per job (the whole story,
 through the CLI with real executors: tests/scenarios/test_local_gpu.py)."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.checks import manifest_keys
-from campaignops.runner import local, localbackend, localbox
-from campaignops.runner.spec import BoxSettings, JobSpec, Resources
+from campaignops.backends.local import backend as localbackend
+from campaignops.backends.local import gpu as localbox
+from campaignops.backends.local import machine as local
+from campaignops.model import manifest_keys
+from campaignops.model.jobspec import BoxSettings, JobSpec, Resources
 
 SPEC = JobSpec(
     name="demo.pair.smoke",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from campaignops import ledger
-from campaignops.runner import meter
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh import meter
+from campaignops.backends.ssh.instances import Instance
+from campaignops.model import ledger
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

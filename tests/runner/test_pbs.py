@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import walltime
-from campaignops.runner import pbs, qstat
-from campaignops.runner.spec import JobSpec, Resources
+from campaignops.backends.pbs import accounting as qstat
+from campaignops.backends.pbs import backend as pbs
+from campaignops.model import walltime
+from campaignops.model.jobspec import JobSpec, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 RECORDED = Path(__file__).parent / "recorded"

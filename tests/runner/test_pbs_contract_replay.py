@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.runner import pbs, qstat, scheduler
-from campaignops.runner.spec import JobSpec, JobState, Resources
+from campaignops.backends import command as scheduler
+from campaignops.backends.pbs import accounting as qstat
+from campaignops.backends.pbs import backend as pbs
+from campaignops.model.jobspec import JobSpec, JobState, Resources
 from tests.runner.pbs_contract import BIN, STATE_ENV, cycle
 
 RECORDED = Path(__file__).parent / "recorded"

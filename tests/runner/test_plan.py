@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from campaignops import queuefile, walltime, yamldoc
-from campaignops.errors import UsageError
-from campaignops.policy import Policy
+from campaignops.core import yamldoc
+from campaignops.core.errors import UsageError
+from campaignops.model import queuefile, walltime
+from campaignops.model.jobspec import Resources
+from campaignops.model.policy import Policy
 from campaignops.runner import plan
-from campaignops.runner.spec import Resources
 
 GRID = """\
 project: demo

@@ -1,4 +1,4 @@
-"""What a pull trusts: the paths a box may fill (campaignops.outputpaths), the files it may
+"""What a pull trusts: the paths a box may fill (campaignops.backends.ssh.outputs), the files it may
 vouch for (pull.choose: the record's declared outputs only), how pulled files are read (never
 through a link), and which placements are reached (sshplaced: the page's, by name).
 The real-sshd stories are tests/scenarios/test_ssh_pull_hostile.py and
@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
-from campaignops import outputpaths, roster
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner import pull, release, sshlink, sshplaced
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import outputs as outputpaths
+from campaignops.backends.ssh import placement as sshplaced
+from campaignops.backends.ssh import pull, release, roster
+from campaignops.backends.ssh.instances import Instance
+from campaignops.model import ledger_writer as lw
 
 ROOT = "runs/smoke"
 COMMIT = "c" * 40

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from campaignops import ledger
+from campaignops.model import ledger
 from campaignops.runner import retry
 
 T0 = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)

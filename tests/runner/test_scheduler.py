@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
-from campaignops.runner import backends, pbs, scheduler, slurm
+from campaignops.backends import command as scheduler
+from campaignops.backends import registry as backends
+from campaignops.backends.pbs import backend as pbs
+from campaignops.backends.slurm import backend as slurm
 
 
 def flaky(tmp_path: Path, *, failures: int, message: str) -> list[str]:

@@ -14,9 +14,13 @@ from typing import Any
 
 import pytest
 
-from campaignops.errors import UsageError
-from campaignops.runner import local, localstate, pbs, script, slurm
-from campaignops.runner.spec import FINISHED, JobSpec, Precondition, Resources
+from campaignops.backends import script
+from campaignops.backends.local import machine as local
+from campaignops.backends.local import state as localstate
+from campaignops.backends.pbs import backend as pbs
+from campaignops.backends.slurm import backend as slurm
+from campaignops.core.errors import UsageError
+from campaignops.model.jobspec import FINISHED, JobSpec, Precondition, Resources
 from tests.runner.expected import (
     EXIT,
     OUTPUT_CHECK,
@@ -69,7 +73,7 @@ def test_local_script_in_full_with_preconditions_and_outputs() -> None:
     teacher = "'checkpoints/teacher '\"${CAMPAIGN_STAGE}\".pt"
     assert local.render(job) == (
         "#!/bin/bash\n"
-        "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as\n"
+        "# Local job, run by campaignops.backends.local.executor, which reads the #LOCAL lines as\n"
         "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.\n"
         "#LOCAL --job-name=demo.t1.smoke\n"
         "#LOCAL --chdir=/w\n"

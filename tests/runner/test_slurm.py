@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from campaignops import walltime
-from campaignops.runner import sacct, slurm
-from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
+from campaignops.backends.slurm import accounting as sacct
+from campaignops.backends.slurm import backend as slurm
+from campaignops.model import walltime
+from campaignops.model.jobspec import FINISHED, JobSpec, JobState, Resources
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 HEAD = """\

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from campaignops.runner import sshafter
+from campaignops.backends.ssh import afterok as sshafter
 
 
 def placed(*boxes: str) -> dict[str, Any]:

@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.runner import backends, charging, local, sshbox, sshsubmit
-from campaignops.runner.spec import BoxSettings, JobSpec, Resources
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends import charging
+from campaignops.backends import registry as backends
+from campaignops.backends.local import machine as local
+from campaignops.backends.ssh import backend as sshbox
+from campaignops.backends.ssh import submit as sshsubmit
+from campaignops.backends.ssh.instances import Instance
+from campaignops.model.jobspec import BoxSettings, JobSpec, Resources
 
 SPEC = JobSpec(
     name="camp.cells.smoke",
@@ -26,7 +30,7 @@ SPEC = JobSpec(
 
 SCRIPT = """\
 #!/bin/bash
-# SSH box job: campaignops.runner.sshsubmit reads the #LOCAL lines (sbatch's keys) into
+# SSH box job: campaignops.backends.ssh.submit reads the #LOCAL lines (sbatch's keys) into
 # job.json for the box's executor. Rendered from a committed manifest: change that.
 #SSHBOX --after=ssh-3-abcdef
 #LOCAL --job-name=camp.cells.smoke
@@ -84,11 +88,11 @@ def test_a_page_of_kind_ssh_gets_the_ssh_backend(tmp_path: Path) -> None:
     be = backends.for_page("generic-ssh", page, root=tmp_path)
     assert isinstance(be, sshbox.SshBackend)
     assert be.submit_argv("/s.sh")[2:] == [
-        "campaignops.runner.sshsubmit", "submit",
+        "campaignops.backends.ssh.submit", "submit",
         "--root", str(tmp_path), "--backend", "generic-ssh", "/s.sh",
     ]  # fmt: skip
     assert be.query_argvs(["ssh-1-abcdef", "ssh-2-abcdef"])[0][2:] == [
-        "campaignops.runner.sshquery", "status",
+        "campaignops.backends.ssh.query", "status",
         "--root", str(tmp_path), "--backend", "generic-ssh", "ssh-1-abcdef", "ssh-2-abcdef",
     ]  # fmt: skip
     assert len(be.query_argvs(["ssh-1-abcdef"])) == 1  # one helper; it makes one call per box

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from campaignops.errors import InputError
-from campaignops.runner import sshinstances
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh import instances as sshinstances
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.errors import InputError
 
 BOX = {
     "name": "a100-1",

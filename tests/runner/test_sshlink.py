@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from campaignops.errors import CampaignError
-from campaignops.runner import sshlink
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.errors import CampaignError
 from tests.conftest import git
 
 

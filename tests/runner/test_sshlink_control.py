@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from campaignops.runner import sshlink
+from campaignops.backends.ssh import link as sshlink
 
 pytestmark = pytest.mark.ssh
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.ssh
 VICTIM = """
 import json, sys
 from campaignops.runner import sshlink
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh.instances import Instance
 box = Instance(**json.loads(sys.argv[1]))
 path = sshlink.control_dir()
 warning = sshlink.control().warning if hasattr(sshlink, "control") else None  # main had none

@@ -7,9 +7,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner import sshquery
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh import query as sshquery
+from campaignops.backends.ssh.instances import Instance
+from campaignops.model import ledger_writer as lw
 
 WHEN = dt.datetime(2026, 11, 24, 10, 0, tzinfo=dt.timezone.utc)
 COMMIT = "c" * 40

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.conftest import git
 
 SLEEPY = """\

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.conftest import git
 
 pytestmark = pytest.mark.slurm

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from campaignops.runner.submit import JOBS_DIR
 from tests.conftest import git
 

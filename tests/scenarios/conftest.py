@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner.spec import FINISHED
+from campaignops.model import ledger
+from campaignops.model.jobspec import FINISHED
 from tests.conftest import Result, git
 
 BACKENDS = [

@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from campaignops import ledger, rightsizing
+from campaignops.learn import rightsizing
+from campaignops.model import ledger
 from tests.scenarios.conftest import Life
 
 pytestmark = pytest.mark.slurm

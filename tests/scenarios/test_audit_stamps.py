@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from campaignops import ledger
-from campaignops.runner import local, localstate
+from campaignops.backends.local import machine as local
+from campaignops.backends.local import state as localstate
+from campaignops.model import ledger
 from tests.conftest import Result, git
 
 Run = Callable[..., Result]

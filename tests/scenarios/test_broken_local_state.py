@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import local
-from campaignops.runner.spec import FINISHED
+from campaignops.backends.local import machine as local
+from campaignops.model import ledger
+from campaignops.model.jobspec import FINISHED
 
 STATE = Path(local.STATE_DIR)
 JOB_KEYS = {"job_id": "local-70", "name": "n", "comment": "c", "submitted": "t"}

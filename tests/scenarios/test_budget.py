@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import local, localstate
+from campaignops.backends.local import machine as local
+from campaignops.backends.local import state as localstate
+from campaignops.model import ledger
 from tests.conftest import git
 
 NAPS = """\

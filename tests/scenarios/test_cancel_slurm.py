@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.scenarios.conftest import Life
 
 pytestmark = pytest.mark.slurm

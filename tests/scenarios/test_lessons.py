@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner.spec import JobState
+from campaignops.model import ledger_writer as lw
+from campaignops.model.jobspec import JobState
 from tests.conftest import git
 
 T0 = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.timezone.utc)

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import localbox
+from campaignops.backends.local import gpu as localbox
+from campaignops.model import ledger
 from tests.conftest import git
 
 TESTS = Path(__file__).resolve().parent.parent

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import pbs, scheduler
+from campaignops.backends import command as scheduler
+from campaignops.backends.pbs import backend as pbs
+from campaignops.model import ledger
 from tests.conftest import git
 from tests.runner.expected import EXIT, OUTPUT_CHECK, OUTPUT_INIT, TRAPS, WAIT, case
 from tests.runner.pbs_contract import BIN, STATE_ENV, cycle

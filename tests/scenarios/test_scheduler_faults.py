@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import scheduler
+from campaignops.backends import command as scheduler
+from campaignops.model import ledger
 from tests.conftest import git
 from tests.scenarios.conftest import Life
 

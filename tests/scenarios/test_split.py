@@ -13,7 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from campaignops import ledger, queuefile
+from campaignops.model import ledger, queuefile
 from tests.scenarios.conftest import Life
 
 QUEUE = """\

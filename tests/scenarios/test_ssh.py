@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner.spec import FINISHED
+from campaignops.model import ledger
+from campaignops.model.jobspec import FINISHED
 from tests.conftest import git
 
 pytestmark = pytest.mark.ssh

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.conftest import git
 from tests.scenarios import test_ssh as story
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import ledger
-from campaignops.runner import ledger_writer as lw
+from campaignops.model import ledger
+from campaignops.model import ledger_writer as lw
 from tests.conftest import git
 from tests.scenarios import test_ssh as story
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from campaignops import ledger
+from campaignops.model import ledger
 from tests.scenarios import test_ssh as story
 
 camp = story.camp

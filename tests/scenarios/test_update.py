@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import scaffold, template_source
+from campaignops.generate import new as scaffold
+from campaignops.generate import template_source
 from tests.conftest import Result, git
 
 LAYER = "template/{{cookiecutter.campaign_slug}}"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import __version__, install_source
-from campaignops import answers as answers_mod
+from campaignops import __version__
+from campaignops.generate import answers as answers_mod
+from campaignops.generate import install_source
 
 ROOT = Path(__file__).resolve().parents[2]
 # One row per engine comparison: together they cover every backend, every ci and every domain.

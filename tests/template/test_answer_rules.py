@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import answers as answers_mod
-from campaignops import copier_rules
+from campaignops.generate import answers as answers_mod
+from campaignops.generate import copier_rules
 from tests.template.conftest import ROOT, full_answers, render_cookiecutter, render_copier
 
 # Every free-form answer, valid, with a newline after it.

@@ -19,7 +19,7 @@ the answers under ``cookiecutter``) and then read with the package's own parsers
   ``4048``; not ``A100``, ``sha256``, ``24/7``, a section
   reference ``§7``), a price (``$0.20``, ``5 USD``) or a
   command-line flag (``--partial``, ``-L``). Every unit that states a figure must contain a
-  well-formed stamp (``campaignops.stamps``). The rule is tested on its own below, so a page
+  well-formed stamp (``campaignops.model.stamps``). The rule is tested on its own below, so a page
   cannot pass by a weakened checker.
 
 TEMPLATE.md is a copy source, not a backend: its placeholders (``<…>``, ``YYYY-MM``) must be
@@ -36,7 +36,8 @@ from typing import Any
 import jinja2
 import pytest
 
-from campaignops import frontmatter, schema, stamps, yamldoc
+from campaignops.core import schema, yamldoc
+from campaignops.model import frontmatter, stamps
 
 BACKENDS_DIR = (
     Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}" / "backends"

@@ -36,7 +36,8 @@ from typing import Any
 import jinja2
 import pytest
 
-from campaignops import frontmatter, schema, stamps, yamldoc
+from campaignops.core import schema, yamldoc
+from campaignops.model import frontmatter, stamps
 
 BACKENDS_DIR = (
     Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}" / "backends"

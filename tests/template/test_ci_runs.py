@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from campaignops import install_source
+from campaignops.generate import install_source
 from tests.template.cikit import (
     CHECKS,
     GITLAB,

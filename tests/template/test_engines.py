@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from campaignops import answers as answers_mod
+from campaignops.generate import answers as answers_mod
 from tests.template.conftest import MATRIX, ROOT, full_answers, render_cookiecutter, render_copier
 
 ANSWERS_FILE = ".copier-answers.yml"

@@ -16,8 +16,8 @@ from typing import Any
 import jinja2
 import pytest
 
-from campaignops import schema, yamldoc
-from campaignops.stamps import find_stamps
+from campaignops.core import schema, yamldoc
+from campaignops.model.stamps import find_stamps
 
 try:  # the stdlib regex parser moved into the re package in Python 3.11
     import re._constants as _C  # type: ignore[import-not-found,unused-ignore]
@@ -305,7 +305,7 @@ def test_entries_are_sourced_and_stamped(domain: str) -> None:
         assert YEAR_MONTH.match(e["verified"]), e["id"]
         assert e["source"].strip(), e["id"]
         # The job script's own checks are sourced from this package's code, which they describe.
-        own = e["source"].startswith("campaignops runner/script.py")
+        own = e["source"].startswith("campaignops backends/script.py")
         assert URL.search(e["source"]) or "seed" in e["source"] or own, e["id"]
         for field in ("title", "symptom", "cause", "fix"):
             assert e.get(field, "").strip(), (e["id"], field)

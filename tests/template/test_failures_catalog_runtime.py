@@ -13,8 +13,9 @@ import functools
 import jinja2
 import pytest
 
-from campaignops import yamldoc
-from campaignops.diagnosis import catalog, engine
+from campaignops.core import yamldoc
+from campaignops.learn.diagnosis import engine
+from campaignops.model import catalog
 from tests.template.test_failures_catalog import TEMPLATE
 
 

@@ -10,10 +10,10 @@ from types import ModuleType
 
 import pytest
 
-from campaignops.diagnosis import catalog as catalog_mod
-from campaignops.diagnosis import engine
-from campaignops.diagnosis.catalog import Catalog
-from campaignops.diagnosis.verdicts import Evidence
+from campaignops.learn.diagnosis import engine
+from campaignops.learn.diagnosis.verdicts import Evidence
+from campaignops.model import catalog as catalog_mod
+from campaignops.model.catalog import Catalog
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "diagnose.py"
 

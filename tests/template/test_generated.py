@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops import manifest, yamldoc
+from campaignops.core import yamldoc
+from campaignops.model import manifest
 from tests.conftest import git
 from tests.template.conftest import MATRIX, PLACEHOLDER_PAGES, ROOT, copy_tree
 

@@ -20,9 +20,10 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from campaignops import blocks, cli, lessons, stamps
+from campaignops import cli
+from campaignops.backends import script
 from campaignops.checks import registry
-from campaignops.runner import script
+from campaignops.model import blocks, lessons, stamps
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}"
 PROSE = ("README.md", "AGENTS.md", "HPC_PLAYBOOK.md", "LESSONS.md")

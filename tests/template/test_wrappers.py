@@ -26,8 +26,8 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from campaignops import manifest as manifest_model
-from campaignops import schema
+from campaignops.core import schema
+from campaignops.model import manifest as manifest_model
 from tests.conftest import FIXTURES, TODAY
 
 ROOT = Path(__file__).resolve().parents[2]

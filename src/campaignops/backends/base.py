@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from campaignops import frontmatter
-from campaignops.errors import InputError, UsageError
-from campaignops.runner import scheduler
-from campaignops.runner.spec import JobSpec, JobState
+from campaignops.backends import command as scheduler
+from campaignops.core.errors import InputError, UsageError
+from campaignops.model import frontmatter
+from campaignops.model.jobspec import JobSpec, JobState
 
 Run = scheduler.Runs
 

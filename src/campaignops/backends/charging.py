@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops import walltime
-from campaignops.errors import CampaignError
-from campaignops.runner.spec import Resources
+from campaignops.core.errors import CampaignError
+from campaignops.model import walltime
+from campaignops.model.jobspec import Resources
 
 USD = "usd"
 HPC_UNITS = ("node-hours", "gpu-hours")

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from campaignops.errors import CampaignError
+from campaignops.core.errors import CampaignError
 
 # Words of an error worth retrying on any scheduler; each backend module adds its own
 # (``TRANSIENT``: Slurm's "unable to contact slurm controller", PBS's "pbs_connect" …).

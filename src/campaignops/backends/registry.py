@@ -21,17 +21,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from campaignops.errors import UsageError
-from campaignops.runner import localbackend, pbs, slurm, sshbox
-from campaignops.runner.backend_base import BACKEND_NAME as BACKEND_NAME
-from campaignops.runner.backend_base import Backend as Backend
-from campaignops.runner.backend_base import Run as Run
-from campaignops.runner.backend_base import calling as calling
-from campaignops.runner.backend_base import checked_name as checked_name
-from campaignops.runner.backend_base import module_for as module_for
-from campaignops.runner.backend_base import page as page
-from campaignops.runner.backend_base import page_path as page_path
-from campaignops.runner.backend_base import submitting as submitting
+from campaignops.backends.base import BACKEND_NAME as BACKEND_NAME
+from campaignops.backends.base import Backend as Backend
+from campaignops.backends.base import Run as Run
+from campaignops.backends.base import calling as calling
+from campaignops.backends.base import checked_name as checked_name
+from campaignops.backends.base import module_for as module_for
+from campaignops.backends.base import page as page
+from campaignops.backends.base import page_path as page_path
+from campaignops.backends.base import submitting as submitting
+from campaignops.backends.local import backend as localbackend
+from campaignops.backends.pbs import backend as pbs
+from campaignops.backends.slurm import backend as slurm
+from campaignops.backends.ssh import backend as sshbox
+from campaignops.core.errors import UsageError
 
 
 def _module(backend: Backend) -> Callable[[Path, str], Backend]:

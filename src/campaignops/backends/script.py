@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from campaignops.errors import UsageError
-from campaignops.runner.spec import TASK_INDEX, Precondition
-from campaignops.taskfiles import PRECONDITION_TYPES, output_problem, path_problem, shell_word
+from campaignops.core.errors import UsageError
+from campaignops.model.jobspec import TASK_INDEX, Precondition
+from campaignops.model.taskfiles import PRECONDITION_TYPES, output_problem, path_problem, shell_word
 
 WARNING_SIGNAL = "USR1"
 PRECONDITION_EXIT = 96

@@ -10,10 +10,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import layout
-from campaignops import policy as policy_mod
-from campaignops.errors import UsageError, YamlSyntaxError
-from campaignops.files import FileReader
+from campaignops.core import layout
+from campaignops.core.errors import UsageError, YamlSyntaxError
+from campaignops.core.files import FileReader
+from campaignops.model import policy as policy_mod
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,11 @@ class CheckContext:
 
     @cached_property
     def touched(self) -> frozenset[str] | None:
-        """With ``base``, the files the change since it touches (campaignops.gitrefs
+        """With ``base``, the files the change since it touches (campaignops.core.gitrefs
         .changed_files); None without ``base`` (a full run: every file counts as touched)."""
         if self.base is None:
             return None
-        from campaignops import gitrefs  # GitPython loads only when --base is used
+        from campaignops.core import gitrefs  # GitPython loads only when --base is used
 
         return gitrefs.changed_files(self.root, ref=self.base)
 
@@ -147,7 +147,7 @@ def build(
         for kind in kinds:
             files.setdefault(kind, []).append(rel)
     if base == "HEAD":
-        from campaignops import gitrefs
+        from campaignops.core import gitrefs
 
         # The first commit of a repository (copier copy, git init, pre-commit install, commit):
         # there is no HEAD to compare with, and everything is new, so this is a full check.

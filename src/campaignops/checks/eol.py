@@ -14,12 +14,12 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from campaignops import atomic, layout
 from campaignops.checks import eolfix, leftovers
 from campaignops.checks.context import CheckContext
 from campaignops.checks.eolfix import Refusal
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.errors import InputError
+from campaignops.core import atomic, layout
+from campaignops.core.errors import InputError
 
 FAMILY = "EOL"
 SUMMARY = (

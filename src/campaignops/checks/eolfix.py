@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from campaignops.errors import InputError
+from campaignops.core.errors import InputError
 
 BOM = "\ufeff"
 

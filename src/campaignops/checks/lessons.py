@@ -1,7 +1,7 @@
 """LESSON checks: LESSONS.md lines in the lesson format, with known entries and real dates.
 
 Only the lines under a ``## Lessons`` heading are lessons (the prose above them is free). The
-format and its reading are campaignops.lessons'; here each line is judged. Entry ids are
+format and its reading are campaignops.model.lessons'; here each line is judged. Entry ids are
 compared with every failure catalog of the campaign, read from the root whatever paths were
 passed; when a passed path is a catalog (a pre-commit run that only touched failures.yaml, e.g.
 an entry renamed), LESSONS.md is checked too, since that is where the dangling id lives.
@@ -12,9 +12,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 
-from campaignops import layout, lessons
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.core import layout
+from campaignops.model import lessons
 
 FAMILY = "LESSON"
 SUMMARY = "LESSONS.md lines: the lesson format, known failures.yaml ids, real dates"

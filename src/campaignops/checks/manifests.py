@@ -7,12 +7,12 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from campaignops import frontmatter, manifest, queuefile, schema, yamldoc
-from campaignops.checks import manifest_keys
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.errors import CampaignError
-from campaignops.yamldoc import Locator
+from campaignops.core import schema, yamldoc
+from campaignops.core.errors import CampaignError
+from campaignops.core.yamldoc import Locator
+from campaignops.model import frontmatter, manifest, manifest_keys, queuefile
 
 FAMILY = "MAN"
 SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends, keys not run"

@@ -8,13 +8,15 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
-from campaignops import catalogs, frontmatter, layout, schema, yamldoc
+from campaignops.backends.ssh import placement as sshplaced
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.diagnosis import patterns
-from campaignops.errors import InputError, YamlSyntaxError
-from campaignops.runner import sshplaced
-from campaignops.yamldoc import Locator
+from campaignops.core import layout, schema, yamldoc
+from campaignops.core.errors import InputError, YamlSyntaxError
+from campaignops.core.yamldoc import Locator
+from campaignops.model import catalog_source as catalogs
+from campaignops.model import failure_patterns as patterns
+from campaignops.model import frontmatter
 
 FAMILY = "POLICY"
 SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
@@ -71,7 +73,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
 def _placements(ctx: CheckContext) -> Iterator[Finding]:
     """Ledger placements that name what the backend page does not give (a line from another
-    clone or a pull request): campaignops.runner.sshplaced's rule, as findings."""
+    clone or a pull request): campaignops.backends.ssh.placement's rule, as findings."""
     for found in sshplaced.unvouched(ctx.root):
         yield CODES["POLICY006"].at(
             layout.LEDGER_FILE,

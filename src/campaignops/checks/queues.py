@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from campaignops import gitrefs, layout, queuefile, queueparts
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.files import FileReader
+from campaignops.core import gitrefs, layout
+from campaignops.core.files import FileReader
+from campaignops.model import queuefile, queueparts
 
 FAMILY = "QUEUE"
 SUMMARY = "queue files: line format, config paths, unique cells, append-only"

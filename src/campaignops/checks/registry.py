@@ -11,7 +11,7 @@ from types import MappingProxyType
 from campaignops.checks import eol, lessons, manifests, policy, queues, stale, views, wrappers
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding
-from campaignops.errors import InputError, UsageError
+from campaignops.core.errors import InputError, UsageError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 
 from campaignops.checks.finding import Finding
 from campaignops.checks.registry import Report
-from campaignops.safetext import annotation, one_line, plain_line
+from campaignops.core.safetext import annotation, one_line, plain_line
 
 PathMap = Callable[[str], str]
 

@@ -1,21 +1,21 @@
 """STALE checks: verified stamps: age, parseable dates, backend pages without a stamp.
 
 Stamps are read from Markdown (front matter as YAML, the body as prose), backend pages, and the
-failure catalog (as YAML). The grammar lives in campaignops.stamps; here only policy is applied.
+failure catalog (as YAML). The grammar lives in campaignops.model.stamps; here only policy is applied.
 
 With ``--base REF`` (commit and push time) only files the change touches are judged: a stamp
 ages with the calendar, not with the change, so a commit must not fail for facts it never
-touched. Those are the scheduled audit's (campaign audit, campaignops.upkeep).
+touched. Those are the scheduled audit's (campaign audit, campaignops.gitops.upkeep.run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from campaignops import layout
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.stamps import Stamp, age_in_months, find_stamps, is_future, markdown_stamps
+from campaignops.core import layout
+from campaignops.model.stamps import Stamp, age_in_months, find_stamps, is_future, markdown_stamps
 
 FAMILY = "STALE"
 SUMMARY = "verified stamps: age, parseable dates, backend pages without a stamp"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from campaignops import blocks, layout, views
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.errors import InputError
+from campaignops.core import layout
+from campaignops.core.errors import InputError
+from campaignops.model import blocks
+from campaignops.views import render as views
 
 FAMILY = "VIEW"
 SUMMARY = "generated Markdown blocks in sync with their sources"

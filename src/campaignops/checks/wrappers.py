@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Sequence
 
-from campaignops import gitrefs, layout, lockfile
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.core import gitrefs, layout
+from campaignops.model import lockfile
 
 FAMILY = "WRAP"
 SUMMARY = "wrappers: versioned names, immutability once locked, append-only lock"

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from campaignops import __version__, safetext
+from campaignops import __version__
 from campaignops.cli import (
     audit,
     boxes,
@@ -27,7 +27,8 @@ from campaignops.cli import (
     split,
     update,
 )
-from campaignops.errors import CampaignError
+from campaignops.core import safetext
+from campaignops.core.errors import CampaignError
 
 Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
 

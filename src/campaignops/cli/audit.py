@@ -9,15 +9,16 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout, safetext, upkeep
 from campaignops.cli.files import _date
 from campaignops.cli.jobs import aligned
+from campaignops.core import layout, safetext
+from campaignops.gitops.upkeep import run as upkeep
 
 
 def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import rightsizing_render as render
     from campaignops.cli.jobs import campaign_root
-    from campaignops.runner import audit
+    from campaignops.learn import resources as audit
+    from campaignops.learn import rightsizing_render as render
 
     root = campaign_root()
     manifest = None
@@ -62,9 +63,10 @@ MAX_DUE_WITHIN = 3660  # ten years: a window longer than any stamp's life says n
 
 
 def _scheduled(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import upkeep_gather, upkeep_render
     from campaignops.cli.files import _display
     from campaignops.cli.jobs import campaign_root
+    from campaignops.gitops.upkeep import gather as upkeep_gather
+    from campaignops.gitops.upkeep import render as upkeep_render
 
     # The audit takes no files: outside a campaign, say where to run it (the checks' own
     # refusal would suggest passing files).

@@ -7,8 +7,8 @@ import datetime as dt
 import json
 from typing import TextIO
 
-from campaignops import safetext
 from campaignops.cli.jobs import campaign_root
+from campaignops.core import safetext
 
 
 def _now() -> dt.datetime:
@@ -16,7 +16,7 @@ def _now() -> dt.datetime:
 
 
 def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.runner import pull, release
+    from campaignops.backends.ssh import pull, release
 
     pulled = release.run_pull(campaign_root(), job=args.job, verify=args.verify, now=_now())
     cells = pulled.cells
@@ -65,7 +65,7 @@ def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.runner import release
+    from campaignops.backends.ssh import release
 
     done = release.release(campaign_root(), instance=args.instance, yes=args.yes, now=_now())
     print(f"instance {done.instance.name}: all {done.cells} cells pulled and verified", file=out)

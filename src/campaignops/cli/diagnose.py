@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
-from campaignops.diagnosis import catalog, report
-from campaignops.diagnosis.verdicts import Evidence
-from campaignops.errors import UsageError
+from campaignops.core import layout
+from campaignops.core.errors import UsageError
+from campaignops.learn.diagnosis import report
+from campaignops.learn.diagnosis.verdicts import Evidence
+from campaignops.model import catalog
 
 
 def _root(required: bool) -> Path | None:

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout, safetext
 from campaignops.checks import context, registry, report
+from campaignops.core import layout, safetext
 
 
 def _date(value: str) -> dt.date:
@@ -57,7 +57,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import lockfile  # command modules load on use: `check` starts faster
+    from campaignops.model import lockfile  # command modules load on use: `check` starts faster
 
     root = layout.find_root(Path.cwd()) or Path.cwd()
     entries = lockfile.lock(root=root, paths=args.paths, cwd=Path.cwd(), today=args.today)
@@ -68,7 +68,9 @@ def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import views  # loaded by the commands that render: check starts faster
+    from campaignops.views import (
+        render as views,  # loaded by the commands that render: check starts faster
+    )
 
     root = layout.find_root(Path.cwd())
     if root is None:

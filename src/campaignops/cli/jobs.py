@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout, safetext
-from campaignops.errors import UsageError
+from campaignops.core import layout, safetext
+from campaignops.core.errors import UsageError
 
 
 def campaign_root() -> Path:
@@ -111,10 +111,10 @@ def aligned(markdown: str) -> list[str]:
 def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import json as json_mod
 
-    from campaignops import ledger as ledger_mod
-    from campaignops import views
-    from campaignops.files import FileReader
+    from campaignops.core.files import FileReader
+    from campaignops.model import ledger as ledger_mod
     from campaignops.runner import status
+    from campaignops.views import render as views
 
     root = campaign_root()
 
@@ -166,7 +166,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("\nspent against budget:", file=out)
         for line in aligned(spent):
             print(f"  {line}", file=out)
-    from campaignops.runner import meter
+    from campaignops.backends.ssh import meter
 
     now = datetime.now(timezone.utc)
     boxes, cap = meter.read(root, sources.ledger().jobs)

@@ -13,7 +13,7 @@ from campaignops.cli.jobs import campaign_root
 
 
 def _add(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import lessonlog
+    from campaignops.learn import lesson_add as lessonlog
 
     root = campaign_root()
     added = lessonlog.add(

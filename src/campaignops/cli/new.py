@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout
-from campaignops.errors import UsageError
+from campaignops.core import layout
+from campaignops.core.errors import UsageError
 
 
 def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import scaffold
+    from campaignops.generate import new as scaffold
 
     scaffold.require_engine(args.engine)
     directory = Path(layout.guard_length(args.directory)).resolve()
@@ -20,7 +20,7 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     given[REQUIREMENT] = _requirement(args, given)
 
     def ask(question: object, default: str) -> str:
-        from campaignops.answers import Question
+        from campaignops.generate.answers import Question
 
         assert isinstance(question, Question)
         if args.defaults:
@@ -95,8 +95,8 @@ REQUIREMENT = "campaignops_requirement"
 def _requirement(args: argparse.Namespace, given: dict[str, str]) -> str:
     """The pinned install source: --data, else --source / $CAMPAIGNOPS_SOURCE, else this
     installation (its git commit when installed from a repository, else its release)."""
-    from campaignops import answers as answers_mod
-    from campaignops import install_source
+    from campaignops.generate import answers as answers_mod
+    from campaignops.generate import install_source
 
     source = args.source if args.source is not None else os.environ.get(install_source.ENV)
     if REQUIREMENT in given:
@@ -117,7 +117,7 @@ def _requirement(args: argparse.Namespace, given: dict[str, str]) -> str:
 
 
 def answer_names() -> tuple[str, ...]:
-    from campaignops.answers import NAMES
+    from campaignops.generate.answers import NAMES
 
     return NAMES
 

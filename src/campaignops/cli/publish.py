@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from campaignops import safetext
-from campaignops.errors import InputError, UsageError
+from campaignops.core import safetext
+from campaignops.core.errors import InputError, UsageError
 
 if TYPE_CHECKING:
-    from campaignops.forge.publish import Forge
-    from campaignops.forge.settings import Settings
+    from campaignops.gitops.forge.publish import Forge
+    from campaignops.gitops.forge.settings import Settings
 
 
 def _read_body(path: str) -> str:
@@ -42,8 +42,8 @@ def _warn(err: TextIO, message: str) -> None:
 
 
 def _comment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.forge import publish, settings
-    from campaignops.forge.http import ApiError
+    from campaignops.gitops.forge import publish, settings
+    from campaignops.gitops.forge.http import ApiError
 
     name = publish.check_name(args.marker, option="--marker")
     body = _read_body(args.body_file)
@@ -86,7 +86,7 @@ def _comment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _unpublished(summary: Path | None, body: str, why: str, out: TextIO, err: TextIO) -> int:
-    from campaignops.forge import publish
+    from campaignops.gitops.forge import publish
 
     if summary is not None:
         publish.append_summary(summary, body)
@@ -100,8 +100,8 @@ def _unpublished(summary: Path | None, body: str, why: str, out: TextIO, err: Te
 
 
 def _forge(where: Settings, *, author: str | None) -> Forge:
-    from campaignops.forge.github import GitHub
-    from campaignops.forge.gitlab import GitLab
+    from campaignops.gitops.forge.github import GitHub
+    from campaignops.gitops.forge.gitlab import GitLab
 
     if where.platform == "github":
         return GitHub(where, author=author)
@@ -109,7 +109,7 @@ def _forge(where: Settings, *, author: str | None) -> Forge:
 
 
 def _issue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.forge import publish, settings
+    from campaignops.gitops.forge import publish, settings
 
     option = "--marker" if args.marker else "--label (the marker by default; or pass --marker)"
     name = publish.check_name(args.marker or args.label, option=option)

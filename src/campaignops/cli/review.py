@@ -8,14 +8,16 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from campaignops import layout, safetext
 from campaignops.cli.files import _date
-from campaignops.errors import UsageError
+from campaignops.core import layout, safetext
+from campaignops.core.errors import UsageError
 
 
 def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import review, review_render, review_tree
     from campaignops.cli.jobs import campaign_root
+    from campaignops.gitops.review import render as review_render
+    from campaignops.gitops.review import run as review
+    from campaignops.gitops.review import tree as review_tree
 
     root = campaign_root()
     repo = review_tree.repo_of(root)

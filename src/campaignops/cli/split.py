@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from campaignops import atomic, layout, queuefile, queueparts, safetext, splitting
-from campaignops.errors import InputError, UsageError
-from campaignops.queuefile import Cell
+from campaignops.core import atomic, layout, safetext
+from campaignops.core.errors import InputError, UsageError
+from campaignops.model import queuefile, queueparts, splitting
+from campaignops.model.queuefile import Cell
 
 
 def _number(value: float) -> int | float:
@@ -69,7 +70,7 @@ def _costs(args: argparse.Namespace, cells: Sequence[Cell], root: Path | None) -
             "--cost history reads the campaign's ledger",
             hint="split a queue file inside the campaign, or use --cost epochs",
         )
-    from campaignops import ledger
+    from campaignops.model import ledger
 
     elapsed = splitting.elapsed_by_cell(ledger.read(root).jobs)
     return splitting.history_costs(cells, elapsed, args.default_epochs)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from campaignops import safetext
 from campaignops.cli.jobs import campaign_root
+from campaignops.core import safetext
 
 
 def _update(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops import update
+    from campaignops.generate import update
 
     root = campaign_root()
     done = update.run(root, to=args.to, dry_run=args.dry_run)

@@ -14,7 +14,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from campaignops.errors import InputError
+from campaignops.core.errors import InputError
 
 # Permission bits a new file asks for; the umask takes its usual share, as with any editor.
 NEW_FILE_MODE = 0o666

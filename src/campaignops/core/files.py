@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, yamldoc
-from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.core import layout, yamldoc
+from campaignops.core.errors import InputError, YamlSyntaxError
 
 MAX_BYTES = 16 * 1024 * 1024
 # The runner's own append-only files grow with the campaign: they have no cap.

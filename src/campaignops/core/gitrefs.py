@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from campaignops.errors import GitError
+from campaignops.core.errors import GitError
 
 
 def _repo(root: Path):  # type: ignore[no-untyped-def]

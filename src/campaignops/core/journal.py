@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from campaignops.errors import InputError
+from campaignops.core.errors import InputError
 
 FILE_MODE = 0o644
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
-from campaignops.errors import InputError
+from campaignops.core.errors import InputError
 
 MANIFEST = "manifests"
 BACKEND = "backends"
@@ -157,7 +157,7 @@ def length_problem(path: str) -> str | None:
     return None
 
 
-# What a killed atomic write leaves beside its target (campaignops.atomic: ".NAME.<12 hex>.tmp").
+# What a killed atomic write leaves beside its target (campaignops.core.atomic: ".NAME.<12 hex>.tmp").
 ATOMIC_LEFTOVER = re.compile(r"(?P<dir>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[0-9a-f]{12}\.tmp")
 
 

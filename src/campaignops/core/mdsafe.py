@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from campaignops import safetext
+from campaignops.core import safetext
 
 _TICKS = re.compile(r"`+")
 

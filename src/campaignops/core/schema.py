@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from campaignops.compiled import UnsupportedSchema, compile_schema
+from campaignops.core.compiled import UnsupportedSchema, compile_schema
 
 MANIFEST = "manifest"
 POLICY = "policy"

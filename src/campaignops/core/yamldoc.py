@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.core.errors import InputError, YamlSyntaxError
 
 # Nodes that aliases may add to a document (its expanded tree minus the nodes written out).
 MAX_ALIAS_NODES = 200_000

@@ -1,2 +1,1 @@
-"""Making and updating campaigns: ``campaign new``, ``campaign update``, the template's answers.
-"""
+"""Making and updating campaigns: ``campaign new``, ``campaign update``, the template's answers."""

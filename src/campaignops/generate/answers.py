@@ -2,7 +2,7 @@
 
 One implementation for both engines: cookiecutter's pre-generation hook and `campaign new` call
 ``validate``; Copier cannot run package code without ``--trust``, so copier.yml carries the same
-``RULES`` written out as Jinja validators by campaignops.copier_rules (a test requires
+``RULES`` written out as Jinja validators by campaignops.generate.copier_rules (a test requires
 copier.yml to hold exactly what it writes, and real Copier to give the same verdicts).
 Answers are refused rather than escaped wherever they could reach a shell, YAML or a file name.
 """
@@ -127,7 +127,7 @@ QUESTIONS: tuple[Question, ...] = (
     # the first submit (docs/decisions.md, 127); set it once the campaign has its shared remote.
     Question("require_pushed", "Submit only commits pushed upstream", "no", YES_NO),
     # The default pins the release that ships this template (a test keeps it equal to
-    # campaignops.__version__); `campaign new` computes it (campaignops.scaffold.requirement).
+    # campaignops.__version__); `campaign new` computes it (campaignops.generate.new.requirement).
     Question(
         "campaignops_requirement",
         "pip requirement CI installs campaignops from",

@@ -1,4 +1,4 @@
-"""copier.yml's `validator:` expressions, written from campaignops.answers.RULES.
+"""copier.yml's `validator:` expressions, written from campaignops.generate.answers.RULES.
 
 Copier runs no package code without ``--trust``, so the rules must be Jinja in copier.yml. They
 are generated, never hand-written, so the two engines cannot drift: ``python
@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from campaignops.answers import MESSAGES, NAMES, RULES, UNKNOWN_MESSAGE, Rule
+from campaignops.generate.answers import MESSAGES, NAMES, RULES, UNKNOWN_MESSAGE, Rule
 
 
 def jinja_string(text: str) -> str:

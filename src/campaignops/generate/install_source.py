@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from campaignops import __version__
-from campaignops import answers as answers_mod
-from campaignops.errors import UsageError
+from campaignops.core.errors import UsageError
+from campaignops.generate import answers as answers_mod
 
 NAME = "campaignops"
 ENV = "CAMPAIGNOPS_SOURCE"  # the same as --source, for scripts that make many campaigns

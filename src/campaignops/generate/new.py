@@ -2,7 +2,7 @@
 
 The template (copier.yml + template/) ships inside the package as campaignops/_template; in a
 source checkout it is the repository root. Both engines render the same source; answers are
-validated here first (campaignops.answers), so a refused answer never reaches an engine.
+validated here first (campaignops.generate.answers), so a refused answer never reaches an engine.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from campaignops import answers as answers_mod
-from campaignops.errors import CampaignError, UsageError
+from campaignops.core.errors import CampaignError, UsageError
+from campaignops.generate import answers as answers_mod
 
 ENGINES = ("copier", "cookiecutter")
 
@@ -123,10 +123,11 @@ def copier_source(template: str | None) -> tuple[str, str | None]:
     """Where copier reads the template, and at which ref, so that `copier update` can later
     regenerate the campaign's version: a given source (a git URL or repository) as it is, at
     its latest tag; else the packaged template, committed and tagged in the per-user cache
-    (campaignops.template_source)."""
+    (campaignops.generate.template_source)."""
     if template is not None:
         return template, None
-    from campaignops import __version__, template_source
+    from campaignops import __version__
+    from campaignops.generate import template_source
 
     made = template_source.ensure(root=template_root(), version=__version__)
     return made.url, made.tag

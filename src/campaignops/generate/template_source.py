@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops.errors import CampaignError
+from campaignops.core.errors import CampaignError
 
 CACHE_ENV = "CAMPAIGNOPS_TEMPLATE_CACHE"
 # What the template is: everything else in a source checkout (src/, tests/) is not.

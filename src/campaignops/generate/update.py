@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import template_source, views, yamldoc
 from campaignops.checks import leftovers
-from campaignops.errors import CampaignError, InputError, UsageError
+from campaignops.core import yamldoc
+from campaignops.core.errors import CampaignError, InputError, UsageError
+from campaignops.generate import template_source
+from campaignops.views import render as views
 
 ANSWERS_FILE = ".copier-answers.yml"
 
@@ -89,7 +91,8 @@ def _target(src: str, to: str | None) -> str | None:
     own = None
     local = Path(src).expanduser()
     if local.absolute() == template_source.cache_dir():
-        from campaignops import __version__, scaffold
+        from campaignops import __version__
+        from campaignops.generate import new as scaffold
 
         own = template_source.ensure(
             root=scaffold.template_root(), version=__version__, cache=local.absolute()

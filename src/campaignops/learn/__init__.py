@@ -1,2 +1,1 @@
-"""Learning from finished work: diagnosis, lessons, right-sizing.
-"""
+"""Learning from finished work: diagnosis, lessons, right-sizing."""

@@ -1,7 +1,7 @@
 """``campaign lesson add``: one lesson appended to the campaign's LESSONS.md, safely.
 
 The fields, the job and the catalog entry are checked before anything is written (the format and
-its rules are campaignops.lessons'). The file is changed under an exclusive ``flock`` of the file
+its rules are campaignops.model.lessons'). The file is changed under an exclusive ``flock`` of the file
 itself, re-read under the lock, and replaced atomically (temporary file, fsync, rename), so two
 ``lesson add`` at once both land, in some order, and a crash leaves the old file or the new.
 A waiter whose lock is on the replaced file notices (the name now points at another inode) and
@@ -16,9 +16,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import atomic, catalogs, ledger, lessonjob, lessons
-from campaignops.errors import InputError, UsageError
-from campaignops.files import FileReader
+from campaignops.core import atomic
+from campaignops.core.errors import InputError, UsageError
+from campaignops.core.files import FileReader
+from campaignops.learn import lesson_job as lessonjob
+from campaignops.model import catalog_source as catalogs
+from campaignops.model import ledger, lessons
 
 # Each retry means another writer finished; the bound only stops an endless stream of them.
 _LOCK_ATTEMPTS = 1000

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from campaignops import jobref, ledger
-from campaignops.errors import UsageError
-from campaignops.lessons import NEW
+from campaignops.core.errors import UsageError
+from campaignops.model import jobref, ledger
+from campaignops.model.lessons import NEW
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """campaign audit resources: the ledger's finished tasks, grouped by manifest (and phase) and
 stage, against what each manifest asks for now (resolved as plan.resources_for resolves it).
 
-The figures and rules are campaignops.rightsizing's (pure); this module reads the ledger and
+The figures and rules are campaignops.learn.rightsizing's (pure); this module reads the ledger and
 the manifests. A manifest that is gone, unreadable or schema-invalid leaves its groups without a current
 request (memory is then held to the recorded ReqMem, time to nothing).
 """
@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, manifest, rightsizing, schema
-from campaignops.errors import UsageError
-from campaignops.files import FileReader
+from campaignops.core import schema
+from campaignops.core.errors import UsageError
+from campaignops.core.files import FileReader
+from campaignops.learn import rightsizing
+from campaignops.model import ledger, manifest
 from campaignops.runner.plan import resources_for
 
 

@@ -1,7 +1,7 @@
 """Right-sizing: what finished tasks used against what their manifest asks, and what to ask.
 
-Pure: jobs come from campaignops.ledger, each group's current request from the caller
-(campaignops.runner.audit resolves it from the manifest as the runner does). A group is one
+Pure: jobs come from campaignops.model.ledger, each group's current request from the caller
+(campaignops.learn.resources resolves it from the manifest as the runner does). A group is one
 manifest (one phase of it) at one stage. The rules, their factors and their sources are in
 docs/runner.md ("Right-sizing") and docs/decisions.md ("(rightsizing) ...").
 
@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from campaignops import walltime
-from campaignops.ledger import Job, parse_time
+from campaignops.model import walltime
+from campaignops.model.ledger import Job, parse_time
 
 MIN_TASKS = 3
 HEADROOM = 1.5

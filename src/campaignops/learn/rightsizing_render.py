@@ -1,4 +1,4 @@
-"""A right-sizing audit (campaignops.rightsizing.Audit) as JSON data and Markdown tables.
+"""A right-sizing audit (campaignops.learn.rightsizing.Audit) as JSON data and Markdown tables.
 
 The JSON contract is in docs/formats.md ("campaign audit resources --format json"); the
 Markdown tables fit a pull-request comment, and the CLI aligns the same tables for a terminal.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from campaignops.rightsizing import Audit, Recommendation, Spread, StageReport, show_size
-from campaignops.views import duration
+from campaignops.learn.rightsizing import Audit, Recommendation, Spread, StageReport, show_size
+from campaignops.views.render import duration
 
 NONE = "—"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from campaignops.runner.spec import Resources
+from campaignops.model.jobspec import Resources
 
 CPU = "cpu"
 GPU = "gpu"

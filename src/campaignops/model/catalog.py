@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import catalogs, yamldoc
-from campaignops.diagnosis import patterns
-from campaignops.errors import CampaignError, InputError
+from campaignops.core import yamldoc
+from campaignops.core.errors import CampaignError, InputError
+from campaignops.model import catalog_source as catalogs
+from campaignops.model import failure_patterns as patterns
 
 FAILURES_FILE = "failures.yaml"
 RETRIES = ("never", "after-fix", "as-is")
@@ -135,7 +136,7 @@ def _union(entries: Sequence[Entry]) -> re.Pattern[str] | None:
 
 def load(root: Path) -> Catalog:
     """The campaign's catalog: failures.yaml with failures.local.yaml merged over it by id
-    (campaignops.catalogs); a campaign without either has an empty one. A file that cannot be
+    (campaignops.model.catalog_source); a campaign without either has an empty one. A file that cannot be
     read or parsed raises InputError naming it."""
     merged = catalogs.load(
         root, hint="fix it (campaign check --select POLICY says where), then run diagnose again"

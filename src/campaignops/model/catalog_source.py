@@ -17,10 +17,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import layout
-from campaignops import policy as policy_mod
-from campaignops.errors import InputError
-from campaignops.files import FileReader
+from campaignops.core import layout
+from campaignops.core.errors import InputError
+from campaignops.core.files import FileReader
+from campaignops.model import policy as policy_mod
 
 UPSTREAM_FILE = "failures.yaml"
 LOCAL_FILE = "failures.local.yaml"

@@ -42,9 +42,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from campaignops import manifest
-from campaignops.errors import UsageError
-from campaignops.queuefile import Cell
+from campaignops.core.errors import UsageError
+from campaignops.model import manifest
+from campaignops.model.queuefile import Cell
 
 PREFIX = "sha256:"
 MASK = "<run-length>"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops import yamldoc
-from campaignops.errors import InputError, YamlSyntaxError
+from campaignops.core import yamldoc
+from campaignops.core.errors import InputError, YamlSyntaxError
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from campaignops import ledger
-from campaignops.errors import UsageError
+from campaignops.core.errors import UsageError
+from campaignops.model import ledger
 
 _TASK = re.compile(r"(?P<job>.+)_(?P<index>\d{1,7})\Z")
 _PBS_TASK = re.compile(r"(?P<number>\d+)\[(?P<index>\d{1,7})\](?P<server>.*)\Z")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
-from campaignops import walltime
+from campaignops.model import walltime
 
 # Slurm's state names, used on every backend.
 STATES = (
@@ -48,7 +48,9 @@ class Resources:
     queue: str | None = None
     account: str | None = None
     qos: str | None = None
-    time: str | None = None  # as written: read it through JobSpec.time_s (campaignops.walltime)
+    time: str | None = (
+        None  # as written: read it through JobSpec.time_s (campaignops.model.walltime)
+    )
     nodes: int | None = None
     ntasks: int | None = None
     cpus: int | None = None
@@ -81,7 +83,7 @@ class BoxSettings:
     oom_attempts: int | None = None  # oom_retry.max_attempts (2 or more)
     oom_delay_s: float | None = None  # oom_retry.delay
     # One per task: its run length in the manifest's own unit (a line's or args' epochs, else
-    # 1), how the ssh backend divides an array across its boxes (campaignops.splitting).
+    # 1), how the ssh backend divides an array across its boxes (campaignops.model.splitting).
     costs: tuple[float, ...] | None = None
 
     def record(self) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """Reading the ledger (.campaign/ledger.jsonl): records folded into one job per ledger_id.
 
 The records, their fold and what reading does with a damaged line are described in
-campaignops.ledger_fold, below both this module and ledger_snapshot; the names are re-exported
+campaignops.model.ledger_fold, below both this module and ledger_snapshot; the names are re-exported
 here, the module the rest of the code reads.
 """
 
@@ -10,23 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from campaignops import ledger_snapshot
-from campaignops.ledger_fold import STAGES as STAGES
-from campaignops.ledger_fold import Folding as Folding
-from campaignops.ledger_fold import Job as Job
-from campaignops.ledger_fold import Ledger as Ledger
-from campaignops.ledger_fold import Skipped as Skipped
-from campaignops.ledger_fold import Task as Task
-from campaignops.ledger_fold import decode as decode
-from campaignops.ledger_fold import fold as fold
-from campaignops.ledger_fold import parse as parse
-from campaignops.ledger_fold import parse_time as parse_time
+from campaignops.model import ledger_snapshot
+from campaignops.model.ledger_fold import STAGES as STAGES
+from campaignops.model.ledger_fold import Folding as Folding
+from campaignops.model.ledger_fold import Job as Job
+from campaignops.model.ledger_fold import Ledger as Ledger
+from campaignops.model.ledger_fold import Skipped as Skipped
+from campaignops.model.ledger_fold import Task as Task
+from campaignops.model.ledger_fold import decode as decode
+from campaignops.model.ledger_fold import fold as fold
+from campaignops.model.ledger_fold import parse as parse
+from campaignops.model.ledger_fold import parse_time as parse_time
 
 
 def read(root: Path) -> Ledger:
     """The campaign's ledger, at any size; a missing ledger is an empty one (nothing was
     submitted yet). Read once per process while the file is unchanged, and through a snapshot
-    of its folded prefix (campaignops.ledger_snapshot), so only new lines are parsed."""
+    of its folded prefix (campaignops.model.ledger_snapshot), so only new lines are parsed."""
     return ledger_snapshot.read(root)
 
 

@@ -1,4 +1,4 @@
-"""The ledger's records folded into one job per ledger_id (campaignops.ledger reads the file).
+"""The ledger's records folded into one job per ledger_id (campaignops.model.ledger reads the file).
 
 The fold is the shared piece below both readers: ``ledger`` (the public face, and ``read``)
 and ``ledger_snapshot`` (the fold kept across processes) build on it, so neither imports the

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import atomic, layout
-from campaignops.errors import CampaignError, InputError
-from campaignops.ledger_fold import Folding, Ledger, decode
+from campaignops.core import atomic, layout
+from campaignops.core.errors import CampaignError, InputError
+from campaignops.model.ledger_fold import Folding, Ledger, decode
 
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
 SNAPSHOT_FILE = "campaignops/ledger-snapshot.v1"  # in the git directory

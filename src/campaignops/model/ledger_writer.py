@@ -1,8 +1,8 @@
 """Writing the ledger (.campaign/ledger.jsonl): schema-valid records, appended whole.
 
 A submission appends an intent record before the scheduler call and a result record after it;
-``campaign status`` appends state records. Reading and folding them is campaignops.ledger's job;
-this module only builds records and appends them through campaignops.journal (exclusive flock,
+``campaign status`` appends state records. Reading and folding them is campaignops.model.ledger's job;
+this module only builds records and appends them through campaignops.core.journal (exclusive flock,
 one write, fsync), so a torn last line left by a crash never merges with the next record.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops import journal, layout, schema
-from campaignops.errors import CampaignError
-from campaignops.ledger import parse_time
-from campaignops.runner.spec import JobState
+from campaignops.core import journal, layout, schema
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import JobState
+from campaignops.model.ledger import parse_time
 
 VERSION = 1
 # 48 random bits after the second: two submissions in the same second collide with odds of

@@ -8,7 +8,7 @@ four fields joined by `` · `` (space, U+00B7 MIDDLE DOT, space): the day of the
 failed, what fixed it, and the failures.yaml entry id or ``new``. The ``- `` is optional when
 reading (the template's first wording had none); ``campaign lesson add`` always writes it, so
 each lesson renders as its own line. Everything here is pure: text in, text or records out;
-campaignops.lessonjob finds the job a ``--job`` names; campaignops.lessonlog reads and writes
+campaignops.learn.lesson_job finds the job a ``--job`` names; campaignops.learn.lesson_add reads and writes
 the files.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops.errors import InputError, UsageError
+from campaignops.core.errors import InputError, UsageError
 
 FILE = "LESSONS.md"
 SEPARATOR = " · "

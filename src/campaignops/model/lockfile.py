@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import journal, layout
-from campaignops.errors import InputError, LockConflictError, UsageError
-from campaignops.files import FileReader
+from campaignops.core import journal, layout
+from campaignops.core.errors import InputError, LockConflictError, UsageError
+from campaignops.core.files import FileReader
 
 HEADER = (
     "# campaignops wrapper lock: the sha256 of every wrapper a submission used.",

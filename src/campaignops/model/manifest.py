@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.queuefile import Cell
+from campaignops.model.queuefile import Cell
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 # ${UPPER_CASE} names that are not grid keys are left to the shell (environment variables).

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import manifest
-from campaignops.taskfiles import (
+from campaignops.model import manifest
+from campaignops.model.taskfiles import (
     BRACE_PLACEHOLDER,
     ENV_REF,
     PRECONDITION_TYPES,
@@ -121,7 +121,7 @@ def page_gpus(page: Mapping[str, Any] | None) -> tuple[int, ...] | None:
 
 def local_box(doc: Mapping[str, Any], *, page_lists_gpus: bool) -> bool:
     """Whether the local backend runs this manifest under the box executor, which runs
-    BOX_KEYS (campaignops.runner.localbox.gpu_list, as seen before planning): the manifest
+    BOX_KEYS (campaignops.backends.local.gpu.gpu_list, as seen before planning): the manifest
     lists GPUs (``gpus: [0, 1]``), or the local page lists them and the manifest asks for GPUs
     at its top level (``gpus: N`` or ``resources.gpus``). GPUs asked for only by a phase or by
     smoke resources do not count here: the key is then refused though it might run."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import layout
+from campaignops.core import layout
 
 DEFAULT_STALE_AFTER_MONTHS = 6
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from campaignops.queuefile import Cell, QueueFile
+from campaignops.model.queuefile import Cell, QueueFile
 
 _HEADER = re.compile(r"# Part [1-9][0-9]* of [1-9][0-9]* of (.+), made by `campaign split ")
 

@@ -29,9 +29,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from campaignops.errors import UsageError
-from campaignops.ledger import Job, parse_time
-from campaignops.queuefile import Cell
+from campaignops.core.errors import UsageError
+from campaignops.model.ledger import Job, parse_time
+from campaignops.model.queuefile import Cell
 
 Assignment = tuple[tuple[int, ...], ...]
 # Few cells are where the heuristics fall furthest short and where a search is cheap: up to

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from campaignops.errors import UsageError
+from campaignops.core.errors import UsageError
 
 # A year: beyond every site's MaxTime, and far below the 2**31 seconds past which Slurm's
 # time_str2secs overflows its int and would store some other limit without a word.

@@ -1,6 +1,6 @@
 """The budget gate: what the ledger says was spent, the cap, and the verdict.
 
-What a job costs is runner/charging.py's: a page's charging model, one task's rate, a job's
+What a job costs is backends/charging.py's: a page's charging model, one task's rate, a job's
 estimate at its time limit. Every submission records its charge in the ledger's intent record
 (``charge``: unit, rate per task-hour, time limit), so what was spent is read from the ledger
 alone, at the price of the day it was submitted: finished tasks at their run time, live ones at
@@ -17,15 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger, yamldoc
-from campaignops import policy as policy_mod
-from campaignops.errors import CampaignError
-from campaignops.ledger import Job
-from campaignops.policy import Policy
-from campaignops.runner import backend_base
-from campaignops.runner.charging import USD, Charge, Charging, amount, charging, job_charge
+from campaignops.backends import base as backend_base
+from campaignops.backends.charging import USD, Charge, Charging, amount, charging, job_charge
+from campaignops.core import layout, yamldoc
+from campaignops.core.errors import CampaignError
+from campaignops.model import ledger
+from campaignops.model import policy as policy_mod
+from campaignops.model.jobspec import FINISHED, Resources
+from campaignops.model.ledger import Job
+from campaignops.model.policy import Policy
 from campaignops.runner.request import Request
-from campaignops.runner.spec import FINISHED, Resources
 from campaignops.runner.verdict import Verdict
 
 GATE = "budget"

@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import jobref, ledger
-from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, scheduler
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner.spec import FINISHED
+from campaignops.backends import command as scheduler
+from campaignops.backends import registry as backends
+from campaignops.core.errors import CampaignError, UsageError
+from campaignops.model import jobref, ledger
+from campaignops.model import ledger_writer as lw
+from campaignops.model.jobspec import FINISHED
 
 TAIL_LINES = 20
 TAIL_BYTES = 256 * 1024  # 20 lines of a log are read from its end, never the whole file

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from campaignops import layout
-from campaignops.policy import Policy
+from campaignops.core import layout
+from campaignops.model.policy import Policy
 from campaignops.runner.gitfacts import RepoFacts
 from campaignops.runner.verdict import MAX_LISTED, Verdict
 from campaignops.runner.verdict import listed as _listed

@@ -16,11 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import lockfile
-from campaignops import policy as policy_mod
-from campaignops.errors import CampaignError, InputError
-from campaignops.runner import backends, charging, fingerprint, plan, scheduler
-from campaignops.runner import ledger_writer as lw
+from campaignops.backends import charging
+from campaignops.backends import command as scheduler
+from campaignops.backends import registry as backends
+from campaignops.core.errors import CampaignError, InputError
+from campaignops.model import fingerprint, lockfile
+from campaignops.model import ledger_writer as lw
+from campaignops.model import policy as policy_mod
+from campaignops.runner import plan
 from campaignops.runner.verdict import Verdict
 
 JOBS_DIR = ".campaign/jobs"

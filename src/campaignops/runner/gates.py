@@ -12,14 +12,14 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from campaignops.errors import CampaignError
-from campaignops.ledger import Job
-from campaignops.policy import Policy
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import FINISHED, JobState
+from campaignops.model.ledger import Job
+from campaignops.model.policy import Policy
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.gitfacts import RepoFacts
 from campaignops.runner.request import Request as Request  # re-exported: submit, tests
-from campaignops.runner.spec import FINISHED, JobState
 from campaignops.runner.verdict import Verdict as Verdict  # re-exported: submit, cli
 from campaignops.runner.verdict import listed as _listed
 from campaignops.runner.verdict import ok as _ok

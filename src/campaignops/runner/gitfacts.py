@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from campaignops.errors import GitError
-from campaignops.runner.route import route
+from campaignops.core.errors import GitError
+from campaignops.core.route import route
 
 SKIP_WORKTREE = "skip-worktree"
 ASSUME_UNCHANGED = "assume-unchanged"

@@ -25,7 +25,7 @@ import subprocess
 from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from pathlib import Path
 
-from campaignops import layout
+from campaignops.core import layout
 
 ROOT_KEY = "./"  # the whole campaign, in a fingerprint's files
 

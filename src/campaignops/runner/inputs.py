@@ -11,11 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, lockfile, manifest, queuefile
 from campaignops.checks import queues as queue_checks
-from campaignops.errors import UsageError
-from campaignops.files import FileReader
-from campaignops.runner import accelerator, fingerprint, headtree, named, plan
+from campaignops.core import layout
+from campaignops.core.errors import UsageError
+from campaignops.core.files import FileReader
+from campaignops.model import accelerator, fingerprint, lockfile, manifest, queuefile
+from campaignops.runner import headtree, named, plan
 
 WRAPPER_REF = re.compile(r"(?<![\w./-])(scripts/[\w./-]+\.v[1-9][0-9]*\.[A-Za-z0-9]+)")
 

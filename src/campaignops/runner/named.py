@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import layout
+from campaignops.core import layout
 
 # Words no file is named by: operators and the shell's own words.
 _PUNCTUATION = frozenset(";&|<>()")

@@ -26,13 +26,13 @@ from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import manifest, walltime
-from campaignops.errors import UsageError
-from campaignops.policy import Policy
-from campaignops.queuefile import Cell
+from campaignops.core.errors import UsageError
+from campaignops.model import manifest, walltime
+from campaignops.model.jobspec import BoxSettings, JobSpec, Precondition, Resources
+from campaignops.model.policy import Policy
+from campaignops.model.queuefile import Cell
 from campaignops.runner import retry
 from campaignops.runner.gates import job_name
-from campaignops.runner.spec import BoxSettings, JobSpec, Precondition, Resources
 
 STAGES = ("smoke", "single", "production")
 # Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from campaignops import layout, lockfile, views
-from campaignops.errors import CampaignError
+from campaignops.core import layout
+from campaignops.core.errors import CampaignError
+from campaignops.model import lockfile
+from campaignops.views import render as views
 
 JOBS_DIR = ".campaign/jobs"
 STATUS_FILE = "STATUS.md"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from campaignops.runner.spec import Resources
+from campaignops.model.jobspec import Resources
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops import ledger
-from campaignops.runner import localbox
+from campaignops.backends.local import gpu as localbox
+from campaignops.model import ledger
 
 OOM = "OUT_OF_MEMORY"
 

@@ -21,22 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, views, yamldoc
-from campaignops.diagnosis.engine import Diagnosis
-from campaignops.diagnosis.tasks import Diagnosers
-from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import (
-    backends,
-    retry,
-    scheduler,
-    script,
-    sshlink,
-    sshplaced,
-    submit,
-    submitlock,
-)
-from campaignops.runner import ledger_writer as lw
-from campaignops.runner.spec import FINISHED, JobState
+from campaignops.backends import command as scheduler
+from campaignops.backends import registry as backends
+from campaignops.backends import script
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import placement as sshplaced
+from campaignops.core import yamldoc
+from campaignops.core.errors import CampaignError, UsageError
+from campaignops.learn.diagnosis.engine import Diagnosis
+from campaignops.learn.diagnosis.tasks import Diagnosers
+from campaignops.model import ledger
+from campaignops.model import ledger_writer as lw
+from campaignops.model.jobspec import FINISHED, JobState
+from campaignops.runner import retry, submit, submitlock
+from campaignops.views import render as views
 
 Call = Callable[[Sequence[str]], scheduler.Call]
 WATCH_MIN_S = 60.0

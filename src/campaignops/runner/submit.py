@@ -18,24 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger, yamldoc
-from campaignops import policy as policy_mod
+from campaignops.backends import charging
+from campaignops.backends import command as scheduler
+from campaignops.backends import registry as backends
 from campaignops.checks import manifests as man_checks
-from campaignops.diagnosis import catalog
-from campaignops.errors import CampaignError, InputError, UsageError
-from campaignops.manifest import targets as manifest_targets
-from campaignops.runner import (
-    backends,
-    charging,
-    dispatch,
-    gates,
-    gitfacts,
-    inputs,
-    named,
-    plan,
-    scheduler,
-)
-from campaignops.runner import ledger_writer as lw
+from campaignops.core import layout, yamldoc
+from campaignops.core.errors import CampaignError, InputError, UsageError
+from campaignops.model import catalog, ledger
+from campaignops.model import ledger_writer as lw
+from campaignops.model import policy as policy_mod
+from campaignops.model.manifest import targets as manifest_targets
+from campaignops.runner import dispatch, gates, gitfacts, inputs, named, plan
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from campaignops.errors import CampaignError
+from campaignops.core.errors import CampaignError
 
 LOCK_FILE = ".campaign/submit.lock"
 WAIT_S = 300.0

@@ -1,2 +1,1 @@
-"""Views: the generated Markdown blocks, rebuilt from the campaign's own files.
-"""
+"""Views: the generated Markdown blocks, rebuilt from the campaign's own files."""

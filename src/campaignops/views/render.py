@@ -14,12 +14,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import blocks, boxcells, catalogs, frontmatter, layout, schema
-from campaignops import ledger as ledger_mod
-from campaignops import policy as policy_mod
-from campaignops.atomic import write_atomic
-from campaignops.errors import InputError
-from campaignops.files import FileReader
+from campaignops.backends.ssh import cells as boxcells
+from campaignops.core import layout, schema
+from campaignops.core.atomic import write_atomic
+from campaignops.core.errors import InputError
+from campaignops.core.files import FileReader
+from campaignops.model import blocks, frontmatter
+from campaignops.model import catalog_source as catalogs
+from campaignops.model import ledger as ledger_mod
+from campaignops.model import policy as policy_mod
 from campaignops.runner import budget
 
 BOM = "\ufeff"

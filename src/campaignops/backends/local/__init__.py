@@ -1,2 +1,1 @@
-"""The local backend: jobs on this machine (CPU), and with a GPU list (the box executor).
-"""
+"""The local backend: jobs on this machine (CPU), and with a GPU list (the box executor)."""

@@ -1,7 +1,7 @@
-"""The local backend the runner calls (runner.backend_base.Backend): campaignops.runner.local's
+"""The local backend the runner calls (runner.backend_base.Backend): campaignops.backends.local.machine's
 functions with the checkout's state root (``.campaign/local/``) filled in, and each job sent to
 its executor: localexec, or the box executor for a job with a GPU list
-(campaignops.runner.localbox, ids ``local-gpu-…``)."""
+(campaignops.backends.local.gpu, ids ``local-gpu-…``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops.runner import backend_base, localbox, scheduler, sshbox
-from campaignops.runner.local import (
+from campaignops.backends import base as backend_base
+from campaignops.backends import command as scheduler
+from campaignops.backends.local import gpu as localbox
+from campaignops.backends.local.machine import (
     NAME,
     PARTIAL_ANSWER,
     STATE_DIR,
@@ -30,13 +32,14 @@ from campaignops.runner.local import (
     submit_argv,
     task_id,
 )
-from campaignops.runner.spec import JobSpec, JobState, live
+from campaignops.backends.ssh import backend as sshbox
+from campaignops.model.jobspec import JobSpec, JobState, live
 
 
 class LocalBackend:
     """The local backend for one campaign checkout: the module's functions with its state root
     (``.campaign/local/``) filled in. A job with a GPU list runs under the box executor instead
-    (campaignops.runner.localbox, ids ``local-gpu-…``): each method sends each id to its own
+    (campaignops.backends.local.gpu, ids ``local-gpu-…``): each method sends each id to its own
     executor. Checked against runner.backend_base.Backend by mypy."""
 
     NAME = NAME

@@ -1,4 +1,4 @@
-"""The local backend's executor: ``python -m campaignops.runner.localexec submit|run|status|…``.
+"""The local backend's executor: ``python -m campaignops.backends.local.executor submit|run|status|…``.
 
 Files under the state root (``.campaign/local/``), one directory per job:
 
@@ -16,14 +16,14 @@ Files under the state root (``.campaign/local/``), one directory per job:
 - ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
 
 This module is the executor (``run``: the task loop, limits, reaping) and the command line;
-``submit`` and ``cancel`` are in campaignops.runner.localjobs, the readers behind ``status`` and
-``siblings`` in campaignops.runner.localstate.
+``submit`` and ``cancel`` are in campaignops.backends.local.jobfiles, the readers behind ``status`` and
+``siblings`` in campaignops.backends.local.state.
 
 ``submit`` starts ``run`` in a new session (``setsid``), so the executor is the leader of its
 own process group, which is what ``status`` probes with ``kill -0 -- -PGID``. On Linux the
 executor adopts its tasks' orphans (PR_SET_CHILD_SUBREAPER) and reaps them, so a task's group is
 empty once its end is written, even where PID 1 is slow to reap. The decisions on
-dependencies, lost executors, limits and signals are listed in campaignops.runner.local.
+dependencies, lost executors, limits and signals are listed in campaignops.backends.local.machine.
 """
 
 from __future__ import annotations
@@ -42,9 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaignops.errors import CampaignError
-from campaignops.runner.local import EXECUTOR, Directives, fold, parse_directives
-from campaignops.runner.localjobs import (
+from campaignops.backends.local.jobfiles import (
     cancel,
     cancelled_tasks,
     killpg,
@@ -52,8 +50,10 @@ from campaignops.runner.localjobs import (
     submit,
     write_json,
 )
-from campaignops.runner.localstate import jobs, view
-from campaignops.runner.spec import FINISHED, TASK_INDEX
+from campaignops.backends.local.machine import EXECUTOR, Directives, fold, parse_directives
+from campaignops.backends.local.state import jobs, view
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import FINISHED, TASK_INDEX
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
 MEM_TICK_S = 1.0  # how often a task's memory is read (a /proc walk)

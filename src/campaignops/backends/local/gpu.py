@@ -5,12 +5,12 @@ or one that asks for GPUs (``resources.gpus``, or the manifest's ``gpus: N``) wh
 page's front matter lists ``gpus: [..]``, runs under the same executor as on a rented box, with
 no ssh: one task per GPU, a GPU free only below ``gpu_free_threshold_mib`` by nvidia-smi, CUDA
 out-of-memory retries by the catalog's matchers (``oom_retry``), conda activation. Every other
-local job keeps campaignops.runner.localexec.
+local job keeps campaignops.backends.local.executor.
 
 The job directory is the box's (``job.json``, ``script.sh``, ``state.json``, receipts) under
 ``.campaign/local/box/<id>/`` (gitignored with ``.campaign/local/``); ids are
 ``local-gpu-<n>-<6 hex>``, a form no localexec id takes, so each id names its executor.
-``python -m campaignops.runner.localbox``:
+``python -m campaignops.backends.local.gpu``:
 
 - ``submit --state ROOT [--backend PAGE] SCRIPT``: allocates the id, writes the job directory (sshsubmit's
   job.json, with the checkout as work directory), runs the executor's ``start`` (detached,
@@ -36,16 +36,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops.atomic import write_atomic
-from campaignops.checks import manifest_keys
-from campaignops.diagnosis import catalog
-from campaignops.errors import CampaignError
+from campaignops.backends import jobids
+from campaignops.backends.local import jobfiles as localjobs
+from campaignops.backends.local import machine as local
+from campaignops.backends.local import state as localstate
+from campaignops.backends.ssh import submit as sshsubmit
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.atomic import write_atomic
+from campaignops.core.errors import CampaignError
+from campaignops.model import catalog, manifest_keys
+from campaignops.model.jobspec import FINISHED, JobSpec
 from campaignops.remote import boxexec
-from campaignops.runner import jobids, local, localjobs, localstate, sshsubmit
-from campaignops.runner.spec import FINISHED, JobSpec
-from campaignops.runner.sshinstances import Instance
 
-HELPER = "campaignops.runner.localbox"
+HELPER = "campaignops.backends.local.gpu"
 BOX_DIR = "box"  # under the local state root: .campaign/local/box
 ID_PREFIX = "local-gpu-"
 BOX = "#LOCALBOX --box="  # the box keys as one JSON object (spec.BoxSettings.record)
@@ -114,7 +117,7 @@ def settings_of(script: str) -> dict[str, Any]:
     if not isinstance(found, dict) or not found.get("gpus"):
         raise local.LocalBackendError(
             message=f"the script's {BOX.strip()} line is not a JSON object with gpus",
-            hint="render it with campaignops.runner.localbox.render",
+            hint="render it with campaignops.backends.local.gpu.render",
         )
     return found
 

@@ -1,12 +1,12 @@
 """The local backend's job files as ``submit`` and ``cancel`` write them.
 
 ``submit`` allocates an id under ``flock`` (``.next-id``), copies the script, writes
-``job.json`` and starts the detached executor (campaignops.runner.localexec, which runs the
+``job.json`` and starts the detached executor (campaignops.backends.local.executor, which runs the
 tasks and writes ``state.json``). ``cancel`` asks for a whole job (``<id>/cancel`` and TERM to
 the executor's group) or one array task (``<id>_<index>``: a line appended to
 ``<id>/cancel-tasks``, read by the executor every tick); with no executor left, it writes the
-end itself. The file layout is in campaignops.runner.localexec's docstring; the readers are in
-campaignops.runner.localstate.
+end itself. The file layout is in campaignops.backends.local.executor's docstring; the readers are in
+campaignops.backends.local.state.
 """
 
 from __future__ import annotations
@@ -21,16 +21,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from campaignops.atomic import write_atomic
-from campaignops.runner import jobids
-from campaignops.runner.local import (
+from campaignops.backends import jobids
+from campaignops.backends.local.machine import (
     EXECUTOR,
     JOB_ID,
     STARTED_BY,
     LocalBackendError,
     parse_directives,
 )
-from campaignops.runner.localstate import (
+from campaignops.backends.local.state import (
     alive,
     job_number,
     list_jobs,
@@ -40,7 +39,8 @@ from campaignops.runner.localstate import (
     skipped,
     started_by,
 )
-from campaignops.runner.spec import FINISHED
+from campaignops.core.atomic import write_atomic
+from campaignops.model.jobspec import FINISHED
 
 TASK_CANCELS = "cancel-tasks"
 Json = dict[str, Any]

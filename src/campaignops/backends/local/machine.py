@@ -44,14 +44,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import walltime
-from campaignops.errors import CampaignError
-from campaignops.runner import scheduler, script
-from campaignops.runner.spec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
-from campaignops.runner.spec import worst as spec_worst
+from campaignops.backends import command as scheduler
+from campaignops.backends import script
+from campaignops.core.errors import CampaignError
+from campaignops.model import walltime
+from campaignops.model.jobspec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
+from campaignops.model.jobspec import worst as spec_worst
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
-EXECUTOR = "campaignops.runner.localexec"
+EXECUTOR = "campaignops.backends.local.executor"
 STARTED_BY = "executor.pid"  # written by submit once the executor is started
 PREFIX = "#LOCAL "
 KILL_WAIT_S = 30
@@ -134,7 +135,7 @@ def render(spec: JobSpec) -> str:
     return "\n".join(
         [
             "#!/bin/bash",
-            "# Local job, run by campaignops.runner.localexec, which reads the #LOCAL lines as",
+            "# Local job, run by campaignops.backends.local.executor, which reads the #LOCAL lines as",
             "# sbatch reads #SBATCH. Rendered from a committed manifest: change that, not this.",
             *(f"{PREFIX}--{key}={value}" for key, value in _directive_lines(spec)),
             # Strict mode before cd: a missing checkout must stop the job, not run it elsewhere.
@@ -231,7 +232,7 @@ def parse_directives(script: str) -> Directives:
     if "name" not in found or "workdir" not in found:
         raise LocalBackendError(
             message="the script has no #LOCAL --job-name= or --chdir= line",
-            hint="render it with campaignops.runner.local.render",
+            hint="render it with campaignops.backends.local.machine.render",
         )
     return Directives(**found)
 
@@ -346,7 +347,7 @@ def parse_siblings(stdout: str) -> tuple[JobState, ...]:
     return tuple(_records(stdout))
 
 
-# --- the backend the runner calls: campaignops.runner.localbackend.LocalBackend -----------
+# --- the backend the runner calls: campaignops.backends.local.backend.LocalBackend -----------
 
 # Errors worth retrying: none of its own (the executor is a local process).
 TRANSIENT = scheduler.transient()

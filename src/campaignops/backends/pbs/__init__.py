@@ -1,2 +1,1 @@
-"""The PBS Pro backend: qsub scripts, the qsub, qstat, qselect and qdel calls and their answers.
-"""
+"""The PBS Pro backend: qsub scripts, the qsub, qstat, qselect and qdel calls and their answers."""

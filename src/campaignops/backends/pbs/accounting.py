@@ -25,9 +25,9 @@ from datetime import datetime, timezone, tzinfo
 from types import MappingProxyType
 from typing import Any
 
-from campaignops import walltime
-from campaignops.errors import CampaignError
-from campaignops.runner.spec import FINISHED, JobState, worst
+from campaignops.core.errors import CampaignError
+from campaignops.model import walltime
+from campaignops.model.jobspec import FINISHED, JobState, worst
 
 COMMENT_VAR = "CAMPAIGN_COMMENT"
 SUBSTATE_TERMINATED = 91  # job.h: deleted (qdel) before or while it ran

@@ -44,14 +44,16 @@ import shlex
 from collections.abc import Iterable, Sequence
 from datetime import timezone, tzinfo
 
-from campaignops import walltime
-from campaignops.errors import CampaignError
-from campaignops.runner import qstat, scheduler, script
+from campaignops.backends import command as scheduler
+from campaignops.backends import script
+from campaignops.backends.pbs import accounting as qstat
 
 # Re-exported: backends.Backend asks this module for parse_states; callers catch one error.
-from campaignops.runner.qstat import PbsOutputError as PbsOutputError
-from campaignops.runner.qstat import parse_states as parse_states
-from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, live
+from campaignops.backends.pbs.accounting import PbsOutputError as PbsOutputError
+from campaignops.backends.pbs.accounting import parse_states as parse_states
+from campaignops.core.errors import CampaignError
+from campaignops.model import walltime
+from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState, live
 
 NAME = "pbs"
 # Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).

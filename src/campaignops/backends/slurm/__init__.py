@@ -1,2 +1,1 @@
-"""The Slurm backend: sbatch scripts, the sbatch, squeue, sacct and scancel calls and their answers.
-"""
+"""The Slurm backend: sbatch scripts, the sbatch, squeue, sacct and scancel calls and their answers."""

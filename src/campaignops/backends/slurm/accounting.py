@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from types import MappingProxyType
 
-from campaignops.errors import CampaignError
-from campaignops.runner.spec import FINISHED, JobState
-from campaignops.runner.spec import worst as spec_worst
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import FINISHED, JobState
+from campaignops.model.jobspec import worst as spec_worst
 
 # Comment last: it may hold "|".
 SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "Comment")  # fmt: skip

@@ -24,14 +24,16 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 
-from campaignops import walltime
-from campaignops.errors import CampaignError
-from campaignops.runner import sacct, scheduler, script
+from campaignops.backends import command as scheduler
+from campaignops.backends import script
+from campaignops.backends.slurm import accounting as sacct
 
 # Re-exported: backends.Backend asks this module for parse_states; callers catch one error.
-from campaignops.runner.sacct import SlurmOutputError as SlurmOutputError
-from campaignops.runner.sacct import parse_states as parse_states
-from campaignops.runner.spec import TASK_INDEX, JobSpec, JobState, Resources, live
+from campaignops.backends.slurm.accounting import SlurmOutputError as SlurmOutputError
+from campaignops.backends.slurm.accounting import parse_states as parse_states
+from campaignops.core.errors import CampaignError
+from campaignops.model import walltime
+from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState, Resources, live
 
 NAME = "slurm"
 WARNING_SIGNAL = script.WARNING_SIGNAL

@@ -1,2 +1,1 @@
-"""The ssh backend: GPU boxes reached over SSH only; submit, query, pull, release and the meter.
-"""
+"""The ssh backend: GPU boxes reached over SSH only; submit, query, pull, release and the meter."""

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from campaignops.errors import CampaignError
+from campaignops.core.errors import CampaignError
 
 Json = dict[str, Any]
 

@@ -2,15 +2,15 @@
 channel, for backend pages of ``kind: ssh`` (generic-ssh, vast-ai, runpod, lambda).
 
 The runner's Backend protocol is argv in, text out, like every backend; the argvs are those of
-two helper processes on this machine, which make the ssh calls (campaignops.runner.sshlink):
+two helper processes on this machine, which make the ssh calls (campaignops.backends.ssh.link):
 
-- ``python -m campaignops.runner.sshsubmit submit …`` deploys the campaign at the submitted
+- ``python -m campaignops.backends.ssh.submit submit …`` deploys the campaign at the submitted
   commit on each instance (``git archive | ssh tar``, once per commit), places the executor
   (campaignops/remote/boxexec.py, named by its content) and the instance's job directory, and
   ``start``\\ s it detached (tmux, else ``setsid -f``). The array's indices are dealt round-robin
   across the page's instances. It prints the job id (``ssh-<n>-<6 hex>``) and the placement
   (instance, commit, remote directory, executor pid per instance), which the ledger records.
-- ``python -m campaignops.runner.sshquery status|siblings|cancel …`` makes ONE ssh call per
+- ``python -m campaignops.backends.ssh.query status|siblings|cancel …`` makes ONE ssh call per
   instance (the executor's ``status`` answers a whole box), folds the instances' tasks into each
   job, and marks the tasks of an unreachable instance UNKNOWN, never FAILED. An unfinished job
   whose executor is gone is started again there (``start`` resumes from its state file; finished
@@ -33,15 +33,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.errors import CampaignError
-from campaignops.runner import backend_base, local, scheduler
-from campaignops.runner.boxanswers import index_of
-from campaignops.runner.spec import FINISHED, STATES, JobSpec, JobState, live
-from campaignops.runner.sshinstances import of_page
+from campaignops.backends import base as backend_base
+from campaignops.backends import command as scheduler
+from campaignops.backends.local import machine as local
+from campaignops.backends.ssh.answers import index_of
+from campaignops.backends.ssh.instances import of_page
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import FINISHED, STATES, JobSpec, JobState, live
 
 NAME = "ssh"
-SUBMIT = "campaignops.runner.sshsubmit"
-QUERY = "campaignops.runner.sshquery"
+SUBMIT = "campaignops.backends.ssh.submit"
+QUERY = "campaignops.backends.ssh.query"
 # The script's work directory until sshsubmit writes each instance's copy (shlex leaves it bare).
 DEPLOY_MARK = "@CAMPAIGN_DEPLOY_DIR@"
 AFTER = "#SSHBOX --after="
@@ -69,7 +71,7 @@ def render(spec: JobSpec) -> str:
     lines = rest.split("\n")
     assert lines[0].startswith("# Local job") and lines[1].startswith("# sbatch")
     lines[0:2] = [
-        "# SSH box job: campaignops.runner.sshsubmit reads the #LOCAL lines (sbatch's keys) into",
+        "# SSH box job: campaignops.backends.ssh.submit reads the #LOCAL lines (sbatch's keys) into",
         "# job.json for the box's executor. Rendered from a committed manifest: change that.",
     ]
     if spec.after:

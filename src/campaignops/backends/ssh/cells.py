@@ -2,7 +2,7 @@
 
 A cell's cost is its run time × its instance's ``usd_per_hour`` ÷ the instance's slots (its
 ``gpus``, else 1: a cell holds one of them), the same share the budget gate charges a task
-(campaignops.runner.charging). A cell not run yet, or on an instance without a price, has none.
+(campaignops.backends.charging). A cell not run yet, or on an instance without a price, has none.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from campaignops import ledger
+from campaignops.model import ledger
 
 
 def instance_of(job: ledger.Job, index: int) -> str | None:

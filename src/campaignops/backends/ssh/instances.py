@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import yamldoc
-from campaignops.errors import InputError
+from campaignops.core import yamldoc
+from campaignops.core.errors import InputError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 # user@host or an ssh_config alias: no spaces, no option-looking leading "-", no shell words.

@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops.errors import CampaignError
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.errors import CampaignError
 
 SSH_FAILED = 255
 ATTEMPTS = 3

@@ -15,11 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops import layout, ledger, yamldoc
-from campaignops import policy as policy_mod
-from campaignops.errors import CampaignError
-from campaignops.runner import backends, pull, sshinstances
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends import registry as backends
+from campaignops.backends.ssh import instances as sshinstances
+from campaignops.backends.ssh import pull
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core import layout, yamldoc
+from campaignops.core.errors import CampaignError
+from campaignops.model import ledger
+from campaignops.model import policy as policy_mod
 
 WARN_FRACTION = 0.8
 

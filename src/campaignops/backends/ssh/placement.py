@@ -4,7 +4,7 @@ A placement record (the ledger's result record, or this machine's
 ``.campaign/ssh/<backend>/<id>.json``) says which instance a job's share runs on and where its
 directories are. The ledger is merged by union, so a line can come from another clone or a pull
 request: a record only *names* the instance. Host, port, identity, known_hosts and workdir are
-the committed page's (campaignops.runner.sshinstances); a record that gives any of them
+the committed page's (campaignops.backends.ssh.instances); a record that gives any of them
 differently, names an instance the page does not list, or puts the job's directories anywhere
 but where sshsubmit puts them under the page's workdir, is refused: nothing connects to it.
 ``campaign check`` reports the same records (POLICY006), from :func:`differences`.
@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, ledger
-from campaignops.errors import CampaignError, InputError
-from campaignops.runner import backend_base
-from campaignops.runner.sshbox import JOB_ID, state_dir
-from campaignops.runner.sshinstances import Instance, of_page
-from campaignops.runner.sshlink import STATE
+from campaignops.backends import base as backend_base
+from campaignops.backends.ssh.backend import JOB_ID, state_dir
+from campaignops.backends.ssh.instances import Instance, of_page
+from campaignops.backends.ssh.link import STATE
+from campaignops.core import layout
+from campaignops.core.errors import CampaignError, InputError
+from campaignops.model import ledger
 
 CONNECTION = ("host", "port", "identity", "known_hosts", "workdir")
 SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")

@@ -3,12 +3,12 @@
 A cell's outputs are the paths its manifest declares (``output`` / ``output_check``), recorded
 per task in the job's placement at submit (``placement[].outputs``, relative to the deploy
 directory, under the stage's ``${CAMPAIGN_OUT}``). Each share is reached as the backend page
-says (campaignops.runner.sshplaced: a ledger line only names its instance). For each instance,
+says (campaignops.backends.ssh.placement: a ledger line only names its instance). For each instance,
 ONE ssh call asks the box's executor (``outputs JOBDIR``, for every job placed there) for each
 finished task's files with their size and SHA-256, computed on the box. The box's list only
 vouches for paths the record declares (a declared file, or a file under a declared directory);
 anything else it lists is ignored and reported, never copied. Then one ``rsync`` per deploy
-directory copies exactly those files, regular files only (campaignops.runner.pullcopy).
+directory copies exactly those files, regular files only (campaignops.backends.ssh.pullcopy).
 
 A cell is *verified* only when every declared output arrived, is non-empty, and has the size
 and SHA-256 the box computed; with ``--verify CMD``, also when CMD loads it (exit 0): the seeds'
@@ -30,15 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, outputpaths, roster
-from campaignops.errors import InputError
-from campaignops.runner import boxanswers, ledger_writer, pullcopy, sshlink, sshplaced
+from campaignops.backends.ssh import answers as boxanswers
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import outputs as outputpaths
+from campaignops.backends.ssh import placement as sshplaced
+from campaignops.backends.ssh import pullcopy, roster
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.errors import InputError
+from campaignops.model import ledger, ledger_writer
 from campaignops.runner.plan import stage_root
-from campaignops.runner.sshinstances import Instance
 
 VERIFIED = "verified"
 # Every other verdict a cell can get; release and --failed treat them all as "not home yet".
-# campaignops.roster judges the files (missing, not-pulled, empty, mismatch, unverified,
+# campaignops.backends.ssh.roster judges the files (missing, not-pulled, empty, mismatch, unverified,
 # duplicate, no-output: its words, with dashes); these are the pull's own.
 VERIFY_FAILED = "verify-failed"  # --verify CMD did not exit 0
 NO_OUTPUT = "no-output"  # the manifest declares no output: nothing to verify
@@ -62,7 +66,7 @@ NO_RECORD = (
 class Placed:
     """One job's share on one instance, as its ledger record *names* it: the instance's name,
     the job's stage and the indices are read from it; what connects is the page's instance
-    (``reach``, campaignops.runner.sshplaced), never ``instance``'s other fields."""
+    (``reach``, campaignops.backends.ssh.placement), never ``instance``'s other fields."""
 
     ledger_id: str
     job_id: str
@@ -215,7 +219,7 @@ def declared_problem(declared: Sequence[str], stage: str) -> str | None:
 
 def choose(declared: Sequence[str], listed: Sequence[Mapping[str, Any]], stage: str) -> Chosen:
     """The box's list, judged by the record: a path is this cell's when it is a declared output
-    or a file under one (a directory output) and passes campaignops.outputpaths; the rest is
+    or a file under one (a directory output) and passes campaignops.backends.ssh.outputs; the rest is
     ignored. A declared output the box lists nothing for stays expected (``missing``)."""
     root = stage_root(stage)
     mine: dict[str, roster.FileFact] = {}
@@ -288,7 +292,7 @@ def pull(
 ) -> list[Cell]:
     """Copy and verify every finished cell of ``shares`` (``targets``: ledger id → the job's
     targets, by index). One ssh call per instance, one rsync per instance and deploy dir; the
-    verdicts are campaignops.roster's, over every cell of the pull at once (so two cells of one
+    verdicts are campaignops.backends.ssh.roster's, over every cell of the pull at once (so two cells of one
     name are both ``duplicate``), then ``verify`` (a command) on those that passed."""
 
     def name(share: Placed, index: int) -> str:
@@ -346,7 +350,7 @@ def _judged(
     verify: str | None,
     cell: Callable[..., Cell],
 ) -> list[Cell]:
-    """campaignops.roster's verdicts on the copied files, then the verify command's."""
+    """campaignops.backends.ssh.roster's verdicts on the copied files, then the verify command's."""
     expected = [e for _, _, e, _ in judged]
     pulled = roster.local_facts(root, {p for e in expected for p in e.outputs})
     found = roster.reconcile(expected, pulled, remote)

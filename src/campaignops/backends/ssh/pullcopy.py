@@ -1,7 +1,7 @@
 """The copy of ``campaign pull``: exactly the expected files, regular files only, placed safely.
 
 One ``rsync`` per instance and deploy directory, over the same ssh options as every other call,
-and only for paths campaignops.runner.pull has already checked (declared by the job's record,
+and only for paths campaignops.backends.ssh.pull has already checked (declared by the job's record,
 under the stage's output root, no ``.git``, no ``..``):
 
 - the list goes on rsync's stdin (``--files-from=- --from0``): no file list is ever left in a
@@ -14,7 +14,7 @@ under the stage's output root, no ``.git``, no ``..``):
   ``--no-implied-dirs``: the box's parent directories are not copied, links or not;
 - then each expected path that arrived as a regular file (lstat) is moved into the checkout
   (a rename: a link at the destination is replaced, never written through) below parents
-  that are real directories (campaignops.outputpaths); the staging directory is removed.
+  that are real directories (campaignops.backends.ssh.outputs); the staging directory is removed.
 
 ``--partial-dir=.rsync-partial``: an interrupted transfer keeps its partial file in the staging
 directory (which stays when rsync fails) and the next pull resumes it.
@@ -31,10 +31,10 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
-from campaignops import outputpaths
-from campaignops.errors import CampaignError
-from campaignops.runner import sshlink
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import outputs as outputpaths
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.errors import CampaignError
 
 PARTIAL_DIR = ".rsync-partial"
 STAGING = ".campaign/ssh/.pull"  # under the campaign root; .campaign/ssh/ is gitignored

@@ -1,4 +1,4 @@
-"""``python -m campaignops.runner.sshquery status|siblings|cancel --root R --backend B …``.
+"""``python -m campaignops.backends.ssh.query status|siblings|cancel --root R --backend B …``.
 
 ``status ID…`` makes ONE ssh call per instance holding any of the jobs (in parallel): the box
 executor's ``status ROOT ID…`` answers for every job there at once. The instances' answers are
@@ -10,7 +10,7 @@ tasks are never run again): one more ssh call for that box, only then, reported 
 ``restarted``.
 
 A box whose answer says a job there awaits a parent's verdict (afterok across boxes,
-campaignops.runner.sshafter) gets it written once the parent's tasks on every box have ended:
+campaignops.backends.ssh.afterok) gets it written once the parent's tasks on every box have ended:
 one more ssh call for that box, only in that refresh.
 
 ``siblings [--all] NAME…`` answers the same for this checkout's jobs of those names (all names:
@@ -19,7 +19,7 @@ executor to cancel (one call per job and instance).
 
 Placements come from ``.campaign/ssh/<backend>/<id>.json`` (written by sshsubmit), else from
 the ledger's result record (another clone's submission). Either only names the instance: each
-share is reached as the backend page says (campaignops.runner.sshplaced); one the page does not
+share is reached as the backend page says (campaignops.backends.ssh.placement); one the page does not
 vouch for is never connected to, and its tasks read UNKNOWN with the reason (``refused``).
 """
 
@@ -35,16 +35,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger
-from campaignops.atomic import write_atomic
-from campaignops.errors import CampaignError, InputError
-from campaignops.runner import boxanswers, sshafter, sshlink, sshplaced
-from campaignops.runner.boxanswers import BadAnswer
-from campaignops.runner.spec import FINISHED
-from campaignops.runner.sshbox import fold, parse_states, state_dir
-from campaignops.runner.sshinstances import Instance
-from campaignops.runner.sshplaced import placement_record as placement_record
-from campaignops.runner.sshplaced import placements as placements
+from campaignops.backends.ssh import afterok as sshafter
+from campaignops.backends.ssh import answers as boxanswers
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import placement as sshplaced
+from campaignops.backends.ssh.answers import BadAnswer
+from campaignops.backends.ssh.backend import fold, parse_states, state_dir
+from campaignops.backends.ssh.instances import Instance
+from campaignops.backends.ssh.placement import placement_record as placement_record
+from campaignops.backends.ssh.placement import placements as placements
+from campaignops.core.atomic import write_atomic
+from campaignops.core.errors import CampaignError, InputError
+from campaignops.model import ledger
+from campaignops.model.jobspec import FINISHED
 
 Json = dict[str, Any]
 
@@ -77,7 +80,7 @@ def by_instance(
     root: Path, backend: str, records: Mapping[str, Json]
 ) -> tuple[dict[str, Box], list[Unvouched]]:
     """The shares grouped per instance, each reached as the backend page says
-    (campaignops.runner.sshplaced), and those the page does not vouch for."""
+    (campaignops.backends.ssh.placement), and those the page does not vouch for."""
     boxes: dict[str, Box] = {}
     refused: list[Unvouched] = []
     try:
@@ -281,7 +284,7 @@ def cancel(root: Path, backend: str, ids: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m campaignops.runner.sshquery")
+    parser = argparse.ArgumentParser(prog="python -m campaignops.backends.ssh.query")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in ("status", "siblings", "cancel"):
         one = sub.add_parser(command)

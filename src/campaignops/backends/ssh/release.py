@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import ledger, ledger_snapshot, roster
-from campaignops.errors import CampaignError, UsageError
-from campaignops.runner import backends, ledger_writer, pull, sshinstances, sshlink
-from campaignops.runner.sshinstances import Instance
+from campaignops.backends import registry as backends
+from campaignops.backends.ssh import instances as sshinstances
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import pull, roster
+from campaignops.backends.ssh.instances import Instance
+from campaignops.core.errors import CampaignError, UsageError
+from campaignops.model import ledger, ledger_snapshot, ledger_writer
 
 RELEASE_TIMEOUT_S = 600.0
 

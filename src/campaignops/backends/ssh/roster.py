@@ -4,7 +4,7 @@ The contract, for the command that pulls (it owns the transport, this module own
 
 1. Before the pull, the box says which outputs it holds, each file's size and sha256, paths
    relative to the deploy directory (the box executor's ``outputs`` command, computed there:
-   campaignops.runner.pull reads it into :class:`FileFact` values).
+   campaignops.backends.ssh.pull reads it into :class:`FileFact` values).
 2. After the pull, :func:`local_facts` hashes the pulled files (same relative paths, under the
    local campaign root).
 3. :func:`reconcile` compares the expected cells (names and output_check paths) with both and
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from campaignops import outputpaths
-from campaignops.errors import InputError, UsageError
+from campaignops.backends.ssh import outputs as outputpaths
+from campaignops.core.errors import InputError, UsageError
 
 OutputStatus = Literal["ok", "missing", "not_pulled", "empty", "mismatch", "unverified"]
 CellStatus = Literal[
@@ -154,7 +154,7 @@ def reconcile(
 
 def file_fact(path: Path) -> FileFact:
     """Size and sha256 of the regular file ``path``; OSError for a link or anything else (a
-    pulled file is never read through a link: campaignops.outputpaths)."""
+    pulled file is never read through a link: campaignops.backends.ssh.outputs)."""
     digest = hashlib.sha256()
     size = 0
     with outputpaths.open_regular(path) as fh:

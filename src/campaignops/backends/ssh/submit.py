@@ -1,6 +1,6 @@
-"""``python -m campaignops.runner.sshsubmit submit --root R --backend B SCRIPT``: one ssh job.
+"""``python -m campaignops.backends.ssh.submit submit --root R --backend B SCRIPT``: one ssh job.
 
-Reads the page's instances (campaignops.runner.sshinstances) and the script's ``#LOCAL`` lines,
+Reads the page's instances (campaignops.backends.ssh.instances) and the script's ``#LOCAL`` lines,
 allocates an id (``ssh-<n>-<6 hex>`` under ``flock`` in ``.campaign/ssh/<backend>/.next-id``),
 deals the array's indices round-robin across the instances, then, per instance that has some:
 
@@ -11,7 +11,7 @@ deals the array's indices round-robin across the instances, then, per instance t
    ``job.json``) and runs the executor's ``start`` (detached; idempotent).
 
 Each afterok parent's ``after`` entry says, per instance, whether the parent has a share there
-and tasks elsewhere (campaignops.runner.sshafter), from the parent's placement.
+and tasks elsewhere (campaignops.backends.ssh.afterok), from the parent's placement.
 
 Every deploy happens before any start, so a box that cannot be reached stops the submission
 with nothing started. It writes the placement to ``.campaign/ssh/<backend>/<id>.json`` (what
@@ -30,13 +30,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from campaignops import splitting
-from campaignops.atomic import write_atomic
-from campaignops.diagnosis import catalog
-from campaignops.errors import CampaignError
-from campaignops.runner import backend_base, jobids, local, sshafter, sshlink, sshplaced
-from campaignops.runner.spec import TASK_INDEX
-from campaignops.runner.sshbox import (
+from campaignops.backends import base as backend_base
+from campaignops.backends import jobids
+from campaignops.backends.local import machine as local
+from campaignops.backends.ssh import afterok as sshafter
+from campaignops.backends.ssh import link as sshlink
+from campaignops.backends.ssh import placement as sshplaced
+from campaignops.backends.ssh.backend import (
     DEPLOY_MARK,
     JOB_ID,
     SshBackendError,
@@ -44,8 +44,12 @@ from campaignops.runner.sshbox import (
     box_of,
     state_dir,
 )
-from campaignops.runner.sshinstances import Instance, of_page
-from campaignops.taskfiles import ENV_REF
+from campaignops.backends.ssh.instances import Instance, of_page
+from campaignops.core.atomic import write_atomic
+from campaignops.core.errors import CampaignError
+from campaignops.model import catalog, splitting
+from campaignops.model.jobspec import TASK_INDEX
+from campaignops.model.taskfiles import ENV_REF
 
 GPU_FREE_THRESHOLD_MIB = 500
 
@@ -58,7 +62,7 @@ def deal(
     size: int, instances: Sequence[Instance], costs: Sequence[float] | None = None
 ) -> dict[str, list[int]]:
     """Indices 0…size-1 across the instances so that they finish together: by ``costs`` (one
-    per index: campaignops.splitting, the split `campaign split` makes), longest first on each
+    per index: campaignops.model.splitting, the split `campaign split` makes), longest first on each
     box; without costs, or fewer tasks than boxes, round-robin (instance k runs k, k+K…)."""
     k = len(instances)
     if costs is not None and len(costs) == size and size >= k > 1:
@@ -197,7 +201,7 @@ def _unwound(exc: CampaignError, placed: Sequence[Mapping[str, Any]]) -> Campaig
 
 def _parents(root: Path, backend: str, after: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The afterok parents' placement records: where each runs decides, per box, whether the
-    executor may judge it alone (campaignops.runner.sshafter)."""
+    executor may judge it alone (campaignops.backends.ssh.afterok)."""
     if not after:
         return {}
     return sshplaced.placements(root, backend, after)

@@ -15,11 +15,11 @@ import re
 import urllib.parse
 from typing import Any
 
-from campaignops.errors import UsageError
-from campaignops.forge.http import ApiError, Client, pages
-from campaignops.forge.publish import Issue, Note, Posted
-from campaignops.forge.settings import Settings
-from campaignops.forge.shape import Shape
+from campaignops.core.errors import UsageError
+from campaignops.gitops.forge.http import ApiError, Client, pages
+from campaignops.gitops.forge.publish import Issue, Note, Posted
+from campaignops.gitops.forge.settings import Settings
+from campaignops.gitops.forge.shape import Shape
 
 BODY_LIMIT = 65_536  # "Body is too long (maximum is 65536 characters)"
 API_VERSION = "2022-11-28"

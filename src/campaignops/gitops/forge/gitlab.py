@@ -11,10 +11,10 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from campaignops.forge.http import Client, pages
-from campaignops.forge.publish import Issue, Note, Posted
-from campaignops.forge.settings import Settings
-from campaignops.forge.shape import Shape
+from campaignops.gitops.forge.http import Client, pages
+from campaignops.gitops.forge.publish import Issue, Note, Posted
+from campaignops.gitops.forge.settings import Settings
+from campaignops.gitops.forge.shape import Shape
 
 BODY_LIMIT = 1_000_000  # notes: "limited to 1,000,000 characters"
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from campaignops import __version__
-from campaignops.errors import CampaignError, UsageError
+from campaignops.core.errors import CampaignError, UsageError
 
 # Pause before the 2nd and 3rd attempt; tests set them to zero.
 RETRY_DELAYS: tuple[float, ...] = (1.0, 3.0)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from campaignops.errors import CampaignError, InputError, UsageError
-from campaignops.forge.http import ApiError
+from campaignops.core.errors import CampaignError, InputError, UsageError
+from campaignops.gitops.forge.http import ApiError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 NOT_OURS_HINT = (

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from campaignops.errors import UsageError
-from campaignops.forge.http import check_base_url, check_token
+from campaignops.core.errors import UsageError
+from campaignops.gitops.forge.http import check_base_url, check_token
 
 PLATFORMS = ("github", "gitlab")
 GITLAB_TOKEN = "CAMPAIGN_GITLAB_TOKEN"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops.forge.http import ApiError, Client
+from campaignops.gitops.forge.http import ApiError, Client
 
 
 @dataclass(frozen=True)

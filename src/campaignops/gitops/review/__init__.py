@@ -1,2 +1,1 @@
-"""`campaign review`: what a change does to the campaign, read from two trees.
-"""
+"""`campaign review`: what a change does to the campaign, read from two trees."""

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops import lockfile, queuefile, stamps
+from campaignops.model import lockfile, queuefile, stamps
 
 ADDED, CHANGED, REMOVED, REVERIFIED = "added", "changed", "removed", "re-verified"
 

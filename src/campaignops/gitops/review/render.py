@@ -14,10 +14,10 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from campaignops import mdsafe
-from campaignops.review import Review
-from campaignops.review_targets import Cost
-from campaignops.runner.charging import amount
+from campaignops.backends.charging import amount
+from campaignops.core import mdsafe
+from campaignops.gitops.review.run import Review
+from campaignops.gitops.review.targets import Cost
 
 MARKER = "<!-- campaign-review -->"
 MAX_ROWS = 30  # per table: the JSON has every row

@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, lockfile
-from campaignops import policy as policy_mod
 from campaignops.checks import context, registry
 from campaignops.checks import queues as queue_checks
 from campaignops.checks import wrappers as wrapper_checks
 from campaignops.checks.finding import Finding
-from campaignops.files import FileReader
-from campaignops.review_files import (
+from campaignops.core import layout
+from campaignops.core.files import FileReader
+from campaignops.gitops.review.files import (
     EntryChange,
     FactChange,
     PolicyChange,
@@ -34,8 +33,10 @@ from campaignops.review_files import (
     queue_change,
     wrapper_changes,
 )
-from campaignops.review_targets import Cost, Side, TargetView, read_side
-from campaignops.runner.fingerprint import PLACEMENT_KEYS
+from campaignops.gitops.review.targets import Cost, Side, TargetView, read_side
+from campaignops.model import lockfile
+from campaignops.model import policy as policy_mod
+from campaignops.model.fingerprint import PLACEMENT_KEYS
 
 
 @dataclass(frozen=True)

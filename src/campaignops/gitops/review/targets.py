@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaignops import layout, manifest, schema, walltime
-from campaignops import policy as policy_mod
-from campaignops.errors import CampaignError
-from campaignops.files import FileReader
-from campaignops.runner import accelerator, backends, charging, fingerprint, gitfacts, inputs, plan
+from campaignops.backends import charging
+from campaignops.backends import registry as backends
+from campaignops.core import layout, schema
+from campaignops.core.errors import CampaignError
+from campaignops.core.files import FileReader
+from campaignops.model import accelerator, fingerprint, manifest, walltime
+from campaignops.model import policy as policy_mod
+from campaignops.runner import gitfacts, inputs, plan
 
 # The stages a review prices: `single` is one target of production, priced by production.
 PRICED = ("smoke", "production")

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops.errors import GitError, UsageError
+from campaignops.core.errors import GitError, UsageError
 
 _HINT = "fetch the base branch first (e.g. git fetch origin main) or pass a commit"
 

@@ -1,2 +1,1 @@
-"""`campaign audit`: the campaign's upkeep on a schedule (stamps, sources, leftovers).
-"""
+"""`campaign audit`: the campaign's upkeep on a schedule (stamps, sources, leftovers)."""

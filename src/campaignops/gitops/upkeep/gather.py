@@ -1,5 +1,5 @@
 """Reading a campaign for `campaign audit`: its stamps (with the sources their YAML names), its
-ledger, and the standing check findings; campaignops.upkeep judges them."""
+ledger, and the standing check findings; campaignops.gitops.upkeep.run judges them."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 
 import yaml
 
-from campaignops import frontmatter, layout, ledger, yamldoc
 from campaignops.checks import context, registry, stale
-from campaignops.errors import InputError
-from campaignops.upkeep import DEFAULT_DUE_WITHIN_DAYS, Audit, StampedFile, audit
+from campaignops.core import layout, yamldoc
+from campaignops.core.errors import InputError
+from campaignops.gitops.upkeep.run import DEFAULT_DUE_WITHIN_DAYS, Audit, StampedFile, audit
+from campaignops.model import frontmatter, ledger
 
 # The check IDs the audit runs as standing checks: the wrappers lock, and the stamp findings
 # that are not about age (an undated stamp, a page without one, a date in the future), which

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 from itertools import groupby
 from typing import Any
 
-from campaignops import mdsafe
 from campaignops.checks.finding import Finding
-from campaignops.safetext import one_line, plain_line
-from campaignops.upkeep import Audit, DueStamp
+from campaignops.core import mdsafe
+from campaignops.core.safetext import one_line, plain_line
+from campaignops.gitops.upkeep.run import Audit, DueStamp
 
 # The first line of the issue body: how the workflow finds its own issue among the others.
 MARKER = "<!-- campaign-audit -->"

@@ -8,7 +8,7 @@ commit triggers: the wrappers lock, the ledger's health, and jobs the ledger sti
 running (or unknown) for longer than their time limit allows.
 
 The logic is pure: stamps, a folded ledger and findings in, an ``Audit`` out. ``gather``
-(campaignops.upkeep_gather) reads the campaign; upkeep_render formats.
+(campaignops.gitops.upkeep.gather) reads the campaign; upkeep_render formats.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from campaignops import layout, walltime
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.ledger import Job, Ledger, parse_time
-from campaignops.stamps import Stamp, is_future
+from campaignops.core import layout
+from campaignops.model import walltime
+from campaignops.model.ledger import Job, Ledger, parse_time
+from campaignops.model.stamps import Stamp, is_future
 
 DEFAULT_DUE_WITHIN_DAYS = 30
 

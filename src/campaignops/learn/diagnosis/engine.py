@@ -29,9 +29,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from campaignops.diagnosis import logtext
-from campaignops.diagnosis.catalog import Catalog, Entry
-from campaignops.diagnosis.verdicts import Evidence
+from campaignops.learn.diagnosis import logtext
+from campaignops.learn.diagnosis.verdicts import Evidence
+from campaignops.model.catalog import Catalog, Entry
 
 # Lines that report rather than fail: a Python warning (UserWarning: …), NCCL's INFO and WARN
 # lines, and lines that open with a warning or info level ("WARNING:", "[W socket.cpp…]",

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops import jobref, ledger, lessons, safetext
-from campaignops.diagnosis import catalog as catalog_mod
-from campaignops.diagnosis import logtext
-from campaignops.diagnosis.engine import Diagnosis, diagnose
-from campaignops.diagnosis.verdicts import Evidence
-from campaignops.errors import CampaignError, InputError, UsageError
-from campaignops.runner import backends
+from campaignops.backends import registry as backends
+from campaignops.core import safetext
+from campaignops.core.errors import CampaignError, InputError, UsageError
+from campaignops.learn.diagnosis import logtext
+from campaignops.learn.diagnosis.engine import Diagnosis, diagnose
+from campaignops.learn.diagnosis.verdicts import Evidence
+from campaignops.model import catalog as catalog_mod
+from campaignops.model import jobref, ledger, lessons
 
 
 @dataclass(frozen=True)

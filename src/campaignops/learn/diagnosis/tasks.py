@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from campaignops import ledger
-from campaignops.diagnosis import catalog as catalog_mod
-from campaignops.diagnosis.engine import Diagnosis, diagnose
-from campaignops.diagnosis.report import backend_kind, read_inside
-from campaignops.diagnosis.verdicts import Evidence
-from campaignops.errors import CampaignError
-from campaignops.runner import backends
-from campaignops.runner.spec import JobState
+from campaignops.backends import registry as backends
+from campaignops.core.errors import CampaignError
+from campaignops.learn.diagnosis.engine import Diagnosis, diagnose
+from campaignops.learn.diagnosis.report import backend_kind, read_inside
+from campaignops.learn.diagnosis.verdicts import Evidence
+from campaignops.model import catalog as catalog_mod
+from campaignops.model import ledger
+from campaignops.model.jobspec import JobState
 
 
 class Diagnosers:

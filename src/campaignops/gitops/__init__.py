@@ -1,0 +1,1 @@
+"""The campaign as a repository under review: ``campaign review``, ``campaign audit``, the forges."""
