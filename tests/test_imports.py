@@ -93,3 +93,26 @@ def test_the_cycle_finder_sees_deferred_and_type_checking_imports(tmp_path: Path
         ["campaignops.c", "campaignops.d"],
     ]
     assert {e.deferred for e in edges if e.source in ("campaignops.b", "campaignops.d")} == {True}
+
+
+# Old module paths a job started before an upgrade may still run with `python -m` (issue 17:
+# "executors already running keep working after an upgrade"): each forwards to its new home.
+OLD_ENTRY_POINTS = {
+    "campaignops.runner.localexec": "campaignops.backends.local.executor",
+    "campaignops.runner.localbox": "campaignops.backends.local.gpu",
+    "campaignops.runner.sshsubmit": "campaignops.backends.ssh.submit",
+    "campaignops.runner.sshquery": "campaignops.backends.ssh.query",
+}
+
+
+def test_old_python_m_paths_forward_to_the_new_modules() -> None:
+    for old, new in OLD_ENTRY_POINTS.items():
+        done = subprocess.run(
+            [sys.executable, "-m", old, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, (old, done.stderr)
+        assert f"python -m {new}" in done.stdout, (old, done.stdout)
