@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from campaignops.backends import spending
+from campaignops.backends.spending import Spent
 from campaignops.model import ledger, policy
 from campaignops.model.jobspec import Resources
 from campaignops.runner import budget
-from campaignops.runner.budget import Spent
 from campaignops.runner.gates import Request
 from tests.runner.test_charging import CLOUD, POLARIS
 
@@ -75,13 +76,13 @@ LEDGER = jobs(
 
 
 def test_spent_counts_run_time_elapsed_time_and_reservations() -> None:
-    found = budget.spent(LEDGER, unit="node-hours", backend="polaris", now=NOW)
+    found = spending.spent(LEDGER, unit="node-hours", backend="polaris", now=NOW)
     assert found == Spent(unit="node-hours", used=1 + 4 + 2, reserved=6 + 1 + 1, uncounted=1)
     assert found.total == 15
 
 
 def test_without_a_clock_a_running_task_is_all_reservation() -> None:
-    found = budget.spent(LEDGER, unit="node-hours", backend="polaris")
+    found = spending.spent(LEDGER, unit="node-hours", backend="polaris")
     assert (found.used, found.reserved, found.total) == (5, 10, 15)
 
 
@@ -94,7 +95,7 @@ def test_usd_is_spent_on_every_backend_and_other_units_are_not_counted() -> None
          "charge": {"unit": "usd", "rate": 2, "time_s": 3600}},
         state("L-pod", state="FAILED", started="2026-11-24T10:00:00Z", ended="2026-11-24T10:30:00Z"),
     ]  # fmt: skip
-    everywhere = budget.spent(jobs(*cloud) + LEDGER, unit="usd", backend=None, now=NOW)
+    everywhere = spending.spent(jobs(*cloud) + LEDGER, unit="usd", backend=None, now=NOW)
     assert everywhere == Spent(unit="usd", used=3 + 1, reserved=0, uncounted=0)
 
 
@@ -106,7 +107,7 @@ def test_a_finished_task_without_a_run_time_counts_its_whole_limit() -> None:
         state("L-y", state="FAILED", tasks={"0": {"state": "FAILED", "run_time_s": 60}}),
     )
     # L-x: 1.5 h; L-y: task 0 ran 1 min, task 1's end was never read (UNKNOWN): its 1 h
-    found = budget.spent(lost, unit="node-hours", backend="polaris", now=NOW)
+    found = spending.spent(lost, unit="node-hours", backend="polaris", now=NOW)
     assert found.used == pytest.approx(1.5 + 1 / 60 + 1) and found.reserved == 0
 
 
@@ -260,7 +261,7 @@ def test_policy_reads_budgets_and_ignores_unusable_values() -> None:
 
 def test_summary_shows_spent_reserved_and_cap_per_backend() -> None:
     pages = {"polaris": POLARIS, "local": {"platform": "local"}}
-    assert budget.summary(HPC, pages, LEDGER, NOW) == "\n".join(
+    assert spending.summary(HPC, pages, LEDGER, NOW) == "\n".join(
         [
             "| backend | spent | reserved | cap | of cap |",
             "| --- | --- | --- | --- | --- |",
@@ -272,7 +273,7 @@ def test_summary_shows_spent_reserved_and_cap_per_backend() -> None:
             "reserved: what queued and running tasks may still use, up to their time limit",
         ]
     )
-    assert budget.summary(HPC, {"local": {"platform": "local"}}, LEDGER, NOW) == ""
+    assert spending.summary(HPC, {"local": {"platform": "local"}}, LEDGER, NOW) == ""
 
 
 def test_earlier_phases_of_the_same_submission_count() -> None:
@@ -304,14 +305,14 @@ def test_summary_says_which_cap_is_missing_and_shares_the_usd_total() -> None:
         backends=("polaris", "vast-ai", "runpod"), hpc_allocation_cap_percent=50, cloud_usd=10
     )
     pages = {"polaris": POLARIS, "vast-ai": CLOUD, "runpod": CLOUD}
-    rows = budget.summary(mixed, pages, jobs(*usd) + LEDGER, NOW).splitlines()
+    rows = spending.summary(mixed, pages, jobs(*usd) + LEDGER, NOW).splitlines()
     assert rows[2:5] == [
         "| polaris | 7 node-hours | 8 node-hours | allocation size not set | - |",
         "| vast-ai | 2.00 USD | 0.00 USD | 10.00 USD (budgets.cloud_usd, every USD backend) | 50% |",
         "| runpod | 3.00 USD | 0.00 USD | 10.00 USD (budgets.cloud_usd, every USD backend) | 50% |",
     ]
     uncapped = policy.Policy(backends=("polaris",))
-    assert budget.summary(uncapped, pages, LEDGER, NOW).splitlines()[2] == (
+    assert spending.summary(uncapped, pages, LEDGER, NOW).splitlines()[2] == (
         "| polaris | 7 node-hours | 8 node-hours | not set | - |"
     )
 
@@ -324,7 +325,7 @@ def test_each_task_reads_every_task_as_job_task_does() -> None:
         state("L-z", state="COMPLETED", run_time_s=10),
     )
     for job in LEDGER + more:
-        read = [ledger.Task.of(i, f) for i, f in enumerate(budget._each_task(job))]
+        read = [ledger.Task.of(i, f) for i, f in enumerate(spending._each_task(job))]
         assert read == [job.task(t) for t in job.targets]
-    states = [f.get("state") for j in more for f in budget._each_task(j)]
+    states = [f.get("state") for j in more for f in spending._each_task(j)]
     assert states == ["FAILED", "UNKNOWN", "UNKNOWN", "COMPLETED", "COMPLETED"]

@@ -1,4 +1,5 @@
-"""The budget gate: what the ledger says was spent, the cap, and the verdict.
+"""What the ledger says was spent against each backend's cap (the budget gate, runner/budget.py,
+and STATUS.md's budget block read it).
 
 What a job costs is backends/charging.py's: a page's charging model, one task's rate, a job's
 estimate at its time limit. Every submission records its charge in the ledger's intent record
@@ -18,19 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends import base as backend_base
-from campaignops.backends.charging import USD, Charge, Charging, amount, charging, job_charge
+from campaignops.backends.charging import USD, Charge, Charging, amount, charging
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
 from campaignops.model import policy as policy_mod
-from campaignops.model.jobspec import FINISHED, Resources
+from campaignops.model.jobspec import FINISHED
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
-from campaignops.runner.request import Request
-from campaignops.runner.verdict import Verdict
 
-GATE = "budget"
-OVERRIDE_HINT = 'or pass --override "why this is worth it" (recorded in the ledger)'
 ALLOCATION_UNKNOWN = "no allocation size"  # cap_for's answer that refuses, not passes
 # Costs are sums of floats: one at the cap to within this is at the cap, not over it.
 EPSILON = 1e-9
@@ -168,74 +165,6 @@ def cap_for(backend: str, model: Charging, policy: Policy) -> tuple[Cap | None, 
         return None, ALLOCATION_UNKNOWN
     source = f"{pct:g}% of the {amount(size, model.unit)} allocation ({where})"
     return Cap(model.unit, size * pct / 100, source, backend), None
-
-
-def _passed(reason: str) -> Verdict:
-    return Verdict(gate=GATE, passed=True, reason=reason)
-
-
-def budget(
-    request: Request, *, policy: Policy, page: Mapping[str, Any] | None, jobs: Iterable[Job]
-) -> Verdict:
-    """Refuse a job whose cost at its time limit, plus what the ledger already spent or holds
-    in reserve, goes over the cap: budgets.cloud_usd for USD, else hpc_allocation_cap_percent
-    of the allocation (campaign.yaml's budgets.allocations, else the page's). A page without
-    a charging model costs nothing here (the local machine). ``request.override`` passes it,
-    and the verdict carries the reason for the ledger."""
-    backend = request.backend
-    page_rel = f"backends/{backend}.md"
-    model = charging(page)
-    charge = job_charge(request.resources or Resources(), request.time_s, page)
-    if model is None or charge is None:
-        return _passed(f"no charging model on {page_rel}: cost not estimated")
-    tasks = len(request.targets)
-    override = (request.override or "").strip()
-
-    def refuse(why: str, hint: str) -> Verdict:
-        if override:
-            return Verdict(gate=GATE, passed=True, reason=f"overridden: {why}", override=override)
-        return Verdict(gate=GATE, passed=False, reason=why, hint=f"{hint}, {OVERRIDE_HINT}")
-
-    cap, missing = cap_for(backend, model, policy)
-    if charge.time_s is None:
-        if cap is None and missing != ALLOCATION_UNKNOWN:
-            return _passed(f"no time limit: cost not estimated ({missing})")
-        return refuse(
-            f"no time limit: the cost on {page_rel} cannot be estimated",
-            f"set resources.time in the manifest (or max_walltime on {page_rel})",
-        )
-    cost = charge.rate * tasks * charge.time_s / 3600
-    this = (
-        f"this job {amount(cost, model.unit)} ({tasks} task(s) × "
-        f"{amount(charge.rate, model.unit)}/h × {charge.time_s / 3600:g} h)"
-    )
-    if request.earlier_cost:
-        this += f" + its submission's earlier phases {amount(request.earlier_cost, model.unit)}"
-        cost += request.earlier_cost
-    if missing == ALLOCATION_UNKNOWN:
-        return refuse(
-            f"{this}; the allocation hpc_allocation_cap_percent is a share of is not known",
-            f"set budgets.allocations.{backend} in campaign.yaml to the allocation's size in "
-            f"{model.unit} (sbank or your site's portal shows it)",
-        )
-    if cap is None:
-        return _passed(f"{this}; not capped: {missing}")
-    done = spent(jobs, unit=model.unit, backend=cap.backend)
-    total = cost + done.total
-    so_far = f"already spent or reserved {amount(done.total, model.unit)}"
-    if done.uncounted:
-        so_far += f" ({done.uncounted} earlier job(s) carry no charge and are not counted)"
-    if total > cap.limit + EPSILON:
-        return refuse(
-            f"{this} + {so_far} = {amount(total, model.unit)}, over the cap "
-            f"{amount(cap.limit, model.unit)} ({cap.source})",
-            "shrink the job (fewer targets, a shorter resources.time, fewer nodes or GPUs), or "
-            "raise the budget in campaign.yaml and commit",
-        )
-    return _passed(
-        f"{this} + {so_far} = {amount(total, model.unit)} of the cap "
-        f"{amount(cap.limit, model.unit)} ({cap.source})"
-    )
 
 
 def _share(total: float, cap: Cap) -> str:

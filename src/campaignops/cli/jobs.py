@@ -159,9 +159,9 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 0
     for line in aligned(sources.render("jobs")):
         print(safetext.plain_line(line), file=out)  # reasons quote schedulers' and boxes' text
-    from campaignops.runner import budget
+    from campaignops.backends import spending
 
-    spent = budget.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)
+    spent = spending.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)
     if spent:
         print("\nspent against budget:", file=out)
         for line in aligned(spent):

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from campaignops.backends import spending
 from campaignops.backends.ssh import cells as boxcells
 from campaignops.core import layout, schema
 from campaignops.core.atomic import write_atomic
@@ -23,7 +24,6 @@ from campaignops.model import blocks, frontmatter
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
-from campaignops.runner import budget
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
@@ -322,11 +322,11 @@ def render_jobs(src: Sources) -> str:
 
 
 def render_budget(sources: Sources) -> str:
-    """Spent against budget per charged backend (runner.budget.summary), without a clock:
+    """Spent against budget per charged backend (backends/spending.py summary), without a clock:
     running tasks count as reserved whole, so the block changes only when the ledger does."""
     policy = policy_mod.from_data(sources._yaml(layout.POLICY_FILE))
     pages = {name: sources.page(name) for name in policy.backends}
-    found = budget.summary(policy, pages, sources.ledger().jobs)
+    found = spending.summary(policy, pages, sources.ledger().jobs)
     lines = found.splitlines()
     rows = [line for line in lines if line.startswith("|")]
     notes = [f"- {cell(line)}" for line in lines if not line.startswith("|")]
