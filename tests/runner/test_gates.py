@@ -19,7 +19,7 @@ from campaignops.model import ledger_writer as lw
 from campaignops.model.fingerprint import fingerprints, submission_fingerprint
 from campaignops.model.jobspec import JobSpec, JobState
 from campaignops.model.policy import Policy, from_data
-from campaignops.runner import dispatch, plan, recording, submitlock
+from campaignops.runner import dispatch, recording, submitlock
 from campaignops.runner.gates import (
     GATES,
     GateRefused,
@@ -133,7 +133,7 @@ def test_committed_ignores_ledger_lock_status_and_untracked_outputs(repo: Path) 
 def test_the_runner_written_paths_are_where_the_runner_writes() -> None:
     """layout.RUNNER_DIRS/RUNNER_FILES name what the runner modules write: kept in step."""
     spec_log_dir = {f.name: f.default for f in dataclasses.fields(JobSpec)}["log_dir"]
-    for written in (plan.OUT_ROOT, spec_log_dir, dispatch.JOBS_DIR, recording.JOBS_DIR):
+    for written in (layout.OUT_ROOT, spec_log_dir, dispatch.JOBS_DIR, recording.JOBS_DIR):
         assert f"{written}/" in layout.RUNNER_DIRS
     for state in (local.STATE_DIR, sshbox.STATE_DIR):
         assert layout.runner_written(f"{state}/x/y.json")

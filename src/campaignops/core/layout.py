@@ -32,7 +32,7 @@ POLICY_FILE = "campaign.yaml"
 LOCK_FILE = ".campaign/wrappers.lock"
 LEDGER_FILE = ".campaign/ledger.jsonl"
 # What the runner itself writes in a checkout: its bookkeeping (ledger, wrapper lock, STATUS.md,
-# the submit lock) and, under these directories, the stages' outputs (runner.plan.OUT_ROOT), the
+# the submit lock) and, under these directories, the stages' outputs (OUT_ROOT), the
 # task logs (JobSpec.log_dir), the job scripts and each backend's per-machine state. Never
 # source: the committed gate does not ask it to be committed, the fingerprint does not hash it.
 RUNNER_FILES = frozenset({LEDGER_FILE, LOCK_FILE, "STATUS.md", ".campaign/submit.lock"})
@@ -189,3 +189,11 @@ def root_relative(raw: str, *, root: Path, cwd: Path, hint: str) -> str:
         return absolute.relative_to(root).as_posix()
     except ValueError:
         raise InputError(path=raw, message=f"outside the campaign root {root}", hint=hint) from None
+
+
+# A stage's outputs live under runs/<stage>/ (the task's $CAMPAIGN_OUT; pull copies nowhere else).
+OUT_ROOT = "runs"
+
+
+def stage_root(stage: str) -> str:
+    return f"{OUT_ROOT}/{stage}"

@@ -19,6 +19,7 @@ from pathlib import Path
 from campaignops.backends import charging
 from campaignops.backends import command as scheduler
 from campaignops.backends import registry as backends
+from campaignops.core import layout
 from campaignops.core.errors import CampaignError, InputError
 from campaignops.model import fingerprint, lockfile
 from campaignops.model import ledger_writer as lw
@@ -124,7 +125,7 @@ def execute(
                 after=after_ids,
                 override=overridden,
                 charge=charge.record() if charge else None,
-                stage_root=plan.stage_root(pre.stage),
+                stage_root=layout.stage_root(pre.stage),
                 attempt=retry.attempt if retry else None,
                 retry_of=list(retry.of) if retry else None,
                 time_s=spec.time_s,

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from campaignops.core.errors import UsageError
+from campaignops.core.layout import stage_root
 from campaignops.model import manifest, walltime
 from campaignops.model.jobspec import BoxSettings, JobSpec, Precondition, Resources
 from campaignops.model.policy import Policy
@@ -37,13 +38,8 @@ from campaignops.runner.gates import job_name
 STAGES = ("smoke", "single", "production")
 # Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,
 # so a smoke sharing production's directory would turn the production run into a no-op.
-OUT_ROOT = "runs"
 STAGE_VAR = "CAMPAIGN_STAGE"
 OUT_VAR = "CAMPAIGN_OUT"
-
-
-def stage_root(stage: str) -> str:
-    return f"{OUT_ROOT}/{stage}"
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ from campaignops.backends.ssh import placement as sshplaced
 from campaignops.backends.ssh import pullcopy, roster
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import InputError
+from campaignops.core.layout import stage_root
 from campaignops.model import ledger, ledger_writer
-from campaignops.runner.plan import stage_root
 
 VERIFIED = "verified"
 # Every other verdict a cell can get; release and --failed treat them all as "not home yet".
