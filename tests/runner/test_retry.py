@@ -89,7 +89,7 @@ def test_an_oom_on_a_box_that_retries_by_itself_is_final() -> None:
     # An ssh box's executor already retried the task (manifest oom_retry): no second round.
     book = _ledger(_job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY"))
     assert retry.pending(
-        book.jobs, manifest=lambda rel: MANIFEST, now=T0, on_box=lambda b: True
+        book.jobs, manifest=lambda rel: MANIFEST, now=T0, retried_itself=lambda job: True
     ) == (
         [],
         [],

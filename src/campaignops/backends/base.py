@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from campaignops.backends import command as scheduler
 from campaignops.core.errors import InputError, UsageError
 from campaignops.model import frontmatter
 from campaignops.model.jobspec import JobSpec, JobState
+from campaignops.model.ledger import Job
 
 Run = scheduler.Runs
 
@@ -69,6 +71,58 @@ class Backend(Protocol):
     def task_id(self, job_id: str, index: int) -> str: ...
 
     def log_path(self, job_id: str, *, name: str, index: int | None) -> str: ...
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """A ledger line the backend's page does not vouch for (campaign check reports it; the
+    backend never acts on it): where, what, and what to do."""
+
+    line: int
+    message: str
+    hint: str
+
+
+def _never(job_id: str) -> bool:
+    return False
+
+
+def _no_refusals(root: Path, job_ids: Iterable[str]) -> list[str]:
+    return []
+
+
+def _no_doubts(root: Path) -> Iterator[Doubt]:
+    return iter(())
+
+
+def _no_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
+    module makes its own): which pages it serves, how it is made for a checkout, and what it
+    answers beyond ``Backend``. Every hook has a neutral default, so a scheduler that has none of
+    these (Slurm, PBS) gives only the first three fields; the runner asks the hooks and never
+    which backend it holds."""
+
+    name: str
+    serves: Callable[[Mapping[str, Any]], bool]
+    make: Callable[[Path, str], Backend]
+    # Its executor runs the manifest's box keys (conda, gpu_free_threshold_mib) on every job.
+    box_keys: bool = False
+    # A job (by id) whose OUT_OF_MEMORY its own executor already retried (manifest oom_retry):
+    # the runner does not submit it again.
+    retries_oom_itself: Callable[[str], bool] = _never
+    # status --refresh: one line per job it will not ask about (its record is not vouched for),
+    # and a warning about how it was asked (None: nothing to say).
+    refusals: Callable[[Path, Iterable[str]], list[str]] = _no_refusals
+    query_warning: Callable[[], str | None] | None = None
+    # campaign check: the ledger lines its page does not vouch for.
+    doubts: Callable[[Path], Iterator[Doubt]] = _no_doubts
+    # STATUS.md: what to add after a cell's job id (where it ran, what it cost), or None.
+    cell_note: Callable[[Job, str, Mapping[str, Any] | None], str | None] = _no_note
 
 
 def calling(backend: Backend, call: Run) -> Run:
@@ -132,13 +186,3 @@ def page(root: Path, name: str) -> dict[str, Any] | None:
             path=rel, message=f"cannot read: {exc.strerror}", hint="check permissions"
         ) from None
     return frontmatter.mapping(text, path=rel)
-
-
-def module_for(page: Mapping[str, Any] | None) -> str | None:
-    if not page:
-        return None
-    scheduler_name = page.get("scheduler")
-    if scheduler_name in ("slurm", "pbs"):
-        return str(scheduler_name)
-    kind = page.get("kind")
-    return str(kind) if kind in ("local", "ssh") else None

@@ -1,64 +1,80 @@
-"""The one interface every backend provides (``Backend``), and which backend a page picks.
+"""Which backend a page picks: the registered backends (``KINDS``), each serving some pages.
 
-A backend page's front matter picks the module: `scheduler: slurm` → slurm, `scheduler: pbs`
-→ pbs, `kind: local` → local, `kind: ssh` → ssh (rented GPUs and bare SSH boxes). Kubernetes,
-notebooks and clouds have pages but no runner module yet: submitting to them is refused with
-that reason.
+A backend page's front matter picks it: `scheduler: slurm` → slurm, `scheduler: pbs` → pbs,
+`kind: local` → local, `kind: ssh` → ssh (rented GPUs and bare SSH boxes). Kubernetes,
+notebooks and clouds have pages but no runner yet: submitting to them is refused with that
+reason.
 
-Everything a scheduler does its own way lives in its module: the script it takes, how its ids
-and its answers read, how an array's task states fold into a job state, its cancel command and
-its task ids, where a task's log goes, which of its errors are worth a retry. The slurm and pbs
-modules are the interface themselves (mypy checks each against ``Backend`` below); the local
-backend is ``localbackend.LocalBackend``, which fills in the checkout's state directory, and the ssh
-backend ``sshbox.SshBackend``, which also knows its page's name (the page lists the instances). Adding a
-backend is one module and one line in ``MODULES``. The protocol and the page reading are in
-``backend_base`` (below the backend modules, which import it); they are re-exported here.
+Everything a scheduler does its own way lives in its folder under backends/: the script it
+takes, how its ids and its answers read, how an array's task states fold into a job state, its
+cancel command and its task ids, where a task's log goes, which of its errors are worth a
+retry. Each folder's ``kind`` module says which pages it serves, how it is made for a checkout
+(the slurm and pbs modules are the ``Backend`` themselves; local and ssh are classes that know
+the checkout) and what it answers beyond the protocol (``base.Kind``'s hooks). The rest of the
+package reaches a backend only through this module: adding one is a folder and one entry in
+``KINDS`` (docs/architecture.md, "Adding a backend").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import BACKEND_NAME as BACKEND_NAME
 from campaignops.backends.base import Backend as Backend
+from campaignops.backends.base import Doubt as Doubt
+from campaignops.backends.base import Kind as Kind
 from campaignops.backends.base import Run as Run
 from campaignops.backends.base import calling as calling
 from campaignops.backends.base import checked_name as checked_name
-from campaignops.backends.base import module_for as module_for
 from campaignops.backends.base import page as page
 from campaignops.backends.base import page_path as page_path
 from campaignops.backends.base import submitting as submitting
-from campaignops.backends.local import backend as localbackend
-from campaignops.backends.pbs import backend as pbs
-from campaignops.backends.slurm import backend as slurm
-from campaignops.backends.ssh import backend as sshbox
+from campaignops.backends.local.kind import KIND as LOCAL
+from campaignops.backends.pbs.kind import KIND as PBS
+from campaignops.backends.slurm.kind import KIND as SLURM
+from campaignops.backends.ssh.kind import KIND as SSH
 from campaignops.core.errors import UsageError
+from campaignops.model.ledger import Job
+
+# Every backend the runner drives, in the order a page is matched: adding one is its folder under
+# backends/ (with a ``kind`` module) and one entry here.
+KINDS: tuple[Kind, ...] = (SLURM, PBS, LOCAL, SSH)
 
 
-def _module(backend: Backend) -> Callable[[Path, str], Backend]:
-    """A scheduler module is the same for every checkout."""
-    return lambda root, name: backend
+def kind_of(page: Mapping[str, Any] | None) -> Kind | None:
+    """The registered backend that serves this page, or None (no page, or no runner for it)."""
+    if not page:
+        return None
+    return next((kind for kind in KINDS if kind.serves(page)), None)
 
 
-# (checkout root, backend page name) → the backend.
-MODULES: Mapping[str, Callable[[Path, str], Backend]] = {
-    "slurm": _module(slurm),
-    "pbs": _module(pbs),
-    "local": localbackend.LocalBackend,
-    "ssh": sshbox.SshBackend,
-}
+def module_for(page: Mapping[str, Any] | None) -> str | None:
+    kind = kind_of(page)
+    return kind.name if kind else None
 
 
 def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backend:
-    module = module_for(page)
-    if module is None:
-        kind = (page or {}).get("kind", "unknown")
+    kind = kind_of(page)
+    if kind is None:
+        page_kind = (page or {}).get("kind", "unknown")
         raise UsageError(
-            message=f"backend {name!r} (kind {kind}) has no runner module: campaign submit "
+            message=f"backend {name!r} (kind {page_kind}) has no runner module: campaign submit "
             "drives Slurm, PBS Pro, SSH boxes and the local machine",
             hint=f"follow backends/{name}.md to start jobs there by hand, or submit to another "
             "authorized backend",
         )
-    return MODULES[module](root, name)
+    return kind.make(root, name)
+
+
+def doubts(root: Path) -> Iterator[Doubt]:
+    """Every registered backend's ledger lines its page does not vouch for (campaign check)."""
+    for kind in KINDS:
+        yield from kind.doubts(root)
+
+
+def cell_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | None:
+    """What STATUS.md adds after a cell's job id, by the backend that ran it."""
+    kind = kind_of(page)
+    return kind.cell_note(job, target, page) if kind else None

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
-from campaignops.backends.ssh import placement as sshplaced
+from campaignops.backends import registry
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import layout, schema, yamldoc
@@ -48,9 +48,8 @@ CODES = code_table(
     ),
     Code(
         id="POLICY006",
-        message=sshplaced.REFUSED_WHAT
-        + ": campaign pull, status, cancel and release never connect to it",
-        hint=sshplaced.REFUSED_HINT,
+        message="{what}",
+        hint="{hint}",
     ),
 )
 
@@ -73,16 +72,10 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
 
 def _placements(ctx: CheckContext) -> Iterator[Finding]:
     """Ledger placements that name what the backend page does not give (a line from another
-    clone or a pull request): campaignops.backends.ssh.placement's rule, as findings."""
-    for found in sshplaced.unvouched(ctx.root):
+    clone or a pull request): each backend's rule (registry.doubts), as findings."""
+    for found in registry.doubts(ctx.root):
         yield CODES["POLICY006"].at(
-            layout.LEDGER_FILE,
-            found.line,
-            1,
-            job_id=found.job_id,
-            name=found.name,
-            backend=found.backend,
-            what=found.what,
+            layout.LEDGER_FILE, found.line, 1, what=found.message, hint=found.hint
         )
 
 

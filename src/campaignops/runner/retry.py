@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from campaignops.backends.local import gpu as localbox
 from campaignops.model import ledger
 
 OOM = "OUT_OF_MEMORY"
@@ -62,12 +61,12 @@ def pending(
     *,
     manifest: Callable[[str], Any],
     now: dt.datetime,
-    on_box: Callable[[str], bool] = lambda backend: False,
+    retried_itself: Callable[[ledger.Job], bool] = lambda job: False,
 ) -> tuple[list[Due], list[Due]]:
     """(due now, still waiting for their delay): one entry per manifest, stage, backend and
     attempt. A target qualifies when its latest attempt at the stage ran OUT_OF_MEMORY, that
     attempt is below max_attempts, and nothing was submitted for it since. A job on a backend
-    whose box executor retries by itself (``on_box``: ssh backends) has had its attempts there:
+    whose own executor retries by itself (``retried_itself``: a box executor) has had its attempts there:
     its OUT_OF_MEMORY is final."""
     latest: dict[tuple[str, str, str], ledger.Job] = {}
     for job in sorted(jobs, key=ledger.Job.sort_key):
@@ -79,8 +78,7 @@ def pending(
     groups: dict[tuple[str, str, str, int], tuple[list[str], set[str], dt.datetime]] = {}
     for (where, stage, target), job in latest.items():
         task = job.task(target)
-        # A local GPU job (localbox: the box executor on this machine) also had them there.
-        boxed = on_box(job.backend or "") or localbox.is_box_id(job.job_id or "")
+        boxed = retried_itself(job)
         if task is None or task.state != OOM or boxed:
             continue
         if where not in policies:

@@ -24,8 +24,6 @@ from typing import Any
 from campaignops.backends import command as scheduler
 from campaignops.backends import registry as backends
 from campaignops.backends import script
-from campaignops.backends.ssh import link as sshlink
-from campaignops.backends.ssh import placement as sshplaced
 from campaignops.core import yamldoc
 from campaignops.core.errors import CampaignError, UsageError
 from campaignops.learn.diagnosis.engine import Diagnosis
@@ -258,13 +256,14 @@ def _refresh(
         ids = {str(j.job_id): j for j in jobs if j.job_id}
         if not ids:
             continue
-        if backends.module_for(backends.page(root, name)) == "ssh":
-            unvouched += sshplaced.refusals(root, ids)
+        kind = backends.kind_of(backends.page(root, name))
+        if kind is not None:
+            unvouched += kind.refusals(root, ids)
         outputs = [counted(a).stdout for a in be.query_argvs(sorted(ids))]
         states: dict[str, JobState] = be.parse_states(outputs)
         unanswered += _unanswered(name, [states[i] for i in sorted(ids) if i in states])
-        if _on_box(root, name):
-            unanswered.append(sshlink.control().warning or "")
+        if kind is not None and kind.query_warning is not None:
+            unanswered.append(kind.query_warning() or "")
         for job_id, job in ids.items():
             seen = states.get(job_id)
             if seen is None or seen.state == "UNKNOWN":
@@ -312,12 +311,13 @@ def _manifest(root: Path, rel: str) -> Any:
         return None  # a manifest gone or broken asks for no retry; campaign check says why
 
 
-def _on_box(root: Path, backend: str) -> bool:
-    """The backend's box executor retries an OOM itself (manifest oom_retry, on an ssh box)."""
+def _retried_itself(root: Path, job: ledger.Job) -> bool:
+    """The job's own executor already retried its OOM (manifest oom_retry on a box executor)."""
     try:
-        return backends.module_for(backends.page(root, backend)) == "ssh"
+        kind = backends.kind_of(backends.page(root, job.backend or "local"))
     except CampaignError:
         return False
+    return kind is not None and kind.retries_oom_itself(job.job_id or "")
 
 
 def _retry_oom(
@@ -330,7 +330,7 @@ def _retry_oom(
         ledger.read(root).jobs,
         manifest=lambda rel: _manifest(root, rel),
         now=now(),
-        on_box=lambda name: _on_box(root, name),
+        retried_itself=lambda job: _retried_itself(root, job),
     )
     submitted: list[str] = []
     refused: list[str] = []

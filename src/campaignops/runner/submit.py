@@ -186,7 +186,8 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     going = going or (policy.smoke_backend if stage == "smoke" else None)
     going = going or (policy.backends[0] if policy.backends else "local")
     going_page = _page_if_named(root, policy, going)
-    boxes = frozenset({going}) if backends.module_for(going_page) == "ssh" else frozenset()
+    going_kind = backends.kind_of(going_page)
+    boxes = frozenset({going}) if going_kind is not None and going_kind.box_keys else frozenset()
     problems = list(
         man_checks.check_document(
             manifest,

@@ -14,8 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.backends import spending
-from campaignops.backends.ssh import cells as boxcells
+from campaignops.backends import registry, spending
 from campaignops.core import layout, schema
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import InputError
@@ -266,7 +265,7 @@ def render_stages(src: Sources) -> str:
                 continue
             index = last.index_of(target)
             where = last.job_id if len(last.targets) == 1 else f"{last.job_id} task {index}"
-            box = boxcells.where(last, target, src.page(last.backend) if last.backend else None)
+            box = registry.cell_note(last, target, src.page(last.backend) if last.backend else None)
             where = f"{where} {box}" if box else where
             text = task_state(last, target)
             row.append(cell(f"{text} ({where})" if last.job_id else text))

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaignops.backends import registry as backends
+from campaignops.backends import base as backends
 from campaignops.backends.ssh import instances as sshinstances
 from campaignops.backends.ssh import pull
 from campaignops.backends.ssh.instances import Instance
+from campaignops.backends.ssh.kind import KIND
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
@@ -123,7 +124,7 @@ def read(root: Path, jobs: Sequence[ledger.Job]) -> tuple[list[Meter], float | N
     for name in policy.backends:
         try:
             page = backends.page(root, name)
-            if backends.module_for(page) == "ssh":
+            if page is not None and KIND.serves(page):
                 prices[name] = sshinstances.of_page(root, name, page)
         except (CampaignError, OSError, UnicodeDecodeError):
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends import registry as backends
+from campaignops.backends import base as backends
 from campaignops.backends.ssh import instances as sshinstances
 from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh import pull, roster
