@@ -36,7 +36,7 @@ pytestmark = pytest.mark.ssh
 # What the victim runs: the product's own control() and call() to the box, as JSON.
 VICTIM = """
 import json, sys
-from campaignops.runner import sshlink
+from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh.instances import Instance
 box = Instance(**json.loads(sys.argv[1]))
 path = sshlink.control_dir()
@@ -144,7 +144,7 @@ def _as_victim(
     base = {
         "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(victim.home),
-        "PYTHONPATH": str(Path(sshlink.__file__).resolve().parents[2]),
+        "PYTHONPATH": str(Path(sshlink.__file__).resolve().parents[3]),
     }
     done = victim.run(
         [sys.executable, "-c", VICTIM, json.dumps(_victims_box(victim, box))],

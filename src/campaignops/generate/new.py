@@ -35,7 +35,7 @@ def template_root() -> Path:
     shipped = Path(str(resources.files("campaignops"))) / "_template"
     if (shipped / "copier.yml").is_file():
         return shipped
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(str(resources.files("campaignops"))).resolve().parents[1]  # src/campaignops
     if (checkout / "copier.yml").is_file():
         return checkout
     raise CampaignError(

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import CampaignError
+from campaignops.remote import boxexec
 
 SSH_FAILED = 255
 ATTEMPTS = 3
@@ -44,7 +45,7 @@ CONNECT_TIMEOUT_S = 10
 CALL_TIMEOUT_S = 300.0
 CONTROL_PERSIST_S = 60
 STATE = ".campaignops"  # under the instance's workdir: executors and job directories
-EXECUTOR_SOURCE = Path(__file__).resolve().parents[1] / "remote" / "boxexec.py"
+EXECUTOR_SOURCE = Path(boxexec.__file__).resolve()
 
 
 class Unreachable(CampaignError):
