@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from campaignops.backends.local import machine as local_machine
+from campaignops.backends.pbs import backend as pbs_backend
+from campaignops.backends.slurm import backend as slurm_backend
 from campaignops.core import schema
 from campaignops.core.errors import UsageError
 from campaignops.model import walltime
@@ -118,8 +121,8 @@ def test_a_number_is_refused_with_the_yaml_trap_named(value: object) -> None:
     ],
 )
 def test_each_backend_gets_three_fields(seconds: int, slurm: str, pbs: str) -> None:
-    assert walltime.for_slurm(seconds) == walltime.for_local(seconds) == slurm
-    assert walltime.for_pbs(seconds) == pbs
+    assert slurm_backend.WALLTIME(seconds) == local_machine.WALLTIME(seconds) == slurm
+    assert pbs_backend.WALLTIME(seconds) == pbs
     # What a backend is given reads back as the same limit.
     assert walltime.parse(slurm) == walltime.parse(pbs) == seconds
 
@@ -127,7 +130,7 @@ def test_each_backend_gets_three_fields(seconds: int, slurm: str, pbs: str) -> N
 @pytest.mark.parametrize("bad", [-1, 1.5, True])
 def test_renderers_refuse_what_is_not_seconds(bad: object) -> None:
     with pytest.raises(walltime.WalltimeError):
-        walltime.for_slurm(bad)  # type: ignore[arg-type]
+        walltime.dhms(bad)  # type: ignore[arg-type]
 
 
 def _time_patterns() -> list[str]:

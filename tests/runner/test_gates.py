@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from campaignops.backends.local import machine as local
+from campaignops.backends.slurm.kind import KIND as SLURM
 from campaignops.backends.ssh import backend as sshbox
 from campaignops.core import layout, yamldoc
 from campaignops.model import ledger
@@ -452,10 +453,15 @@ def test_no_sibling_finds_an_array_through_the_ledger(fps: dict[str, str]) -> No
     cells = ["lr0.1_s1", "lr0.1_s2"]
     known = jobs(smoke(fps, cells, state="RUNNING", exit_code=None, job_id="7000"))
     active = [JobState(job_id="7000_[1]", state="RUNNING", name="demo.sweep.smoke")]
-    verdict = no_sibling(request("smoke", "lr0.1_s2"), active=active, jobs=known)
+    job_of = SLURM.job_of  # Slurm's array task id 7000_[1] is job 7000's
+    verdict = no_sibling(request("smoke", "lr0.1_s2"), active=active, jobs=known, job_of=job_of)
     assert not verdict.passed
     assert verdict.reason == "already queued or running: 7000_[1] (RUNNING, lr0.1_s2)"
-    assert no_sibling(request("smoke", "lr0.01_s1"), active=active, jobs=known).passed
+    assert no_sibling(
+        request("smoke", "lr0.01_s1"), active=active, jobs=known, job_of=job_of
+    ).passed
+    # Without the backend's reading of its ids, the task is not found through the ledger.
+    assert no_sibling(request("smoke", "lr0.1_s2"), active=active, jobs=known).passed
 
 
 # ------------------------------------------------------------------------------- breaker

@@ -95,6 +95,18 @@ def _no_doubts(root: Path) -> Iterator[Doubt]:
     return iter(())
 
 
+def _same_id(job_id: str) -> str:
+    return job_id
+
+
+def _no_task_ref(ref: str) -> tuple[str, int] | None:
+    return None
+
+
+def _no_category(exit_code: int | None, reason: str | None) -> str | None:
+    return None
+
+
 def _no_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | None:
     return None
 
@@ -121,6 +133,13 @@ class Kind:
     query_warning: Callable[[], str | None] | None = None
     # campaign check: the ledger lines its page does not vouch for.
     doubts: Callable[[Path], Iterator[Doubt]] = _no_doubts
+    # The job an id of its own names (an array task's or the array's id → the job's).
+    job_of: Callable[[str], str] = _same_id
+    # A task reference in its own syntax → (the job id as recorded, the array index), or None
+    # (the campaign's own JOB_INDEX form is read by model/jobref.py for every backend).
+    task_ref: Callable[[str], tuple[str, int] | None] = _no_task_ref
+    # diagnose: the failure category its own words give (a pending reason, a server exit code).
+    verdict_category: Callable[[int | None, str | None], str | None] = _no_category
     # STATUS.md: what to add after a cell's job id (where it ran, what it cost), or None.
     cell_note: Callable[[Job, str, Mapping[str, Any] | None], str | None] = _no_note
 

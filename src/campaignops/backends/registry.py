@@ -74,6 +74,21 @@ def doubts(root: Path) -> Iterator[Doubt]:
         yield from kind.doubts(root)
 
 
+def task_refs(ref: str) -> list[tuple[str, int]]:
+    """Every registered backend's reading of a task reference in its own syntax."""
+    return [found for kind in KINDS if (found := kind.task_ref(ref)) is not None]
+
+
+def verdict_category(exit_code: int | None, reason: str | None) -> str | None:
+    """The failure category a scheduler's own words give (no two backends give one word two
+    meanings: tests/backends/test_contract.py), or None."""
+    for kind in KINDS:
+        found = kind.verdict_category(exit_code, reason)
+        if found is not None:
+            return found
+    return None
+
+
 def cell_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | None:
     """What STATUS.md adds after a cell's job id, by the backend that ran it."""
     kind = kind_of(page)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from campaignops.backends import registry
 from campaignops.core.errors import UsageError
 from campaignops.model import jobref, ledger
 from campaignops.model.lessons import NEW
@@ -37,7 +38,7 @@ def find_job(history: ledger.Ledger, ref: str) -> JobRef:
     """``ref`` as a ledger id, a backend job id, or one task of it (``<job>_<index>``, PBS
     ``<n>[<index>].<server>``). Unknown or ambiguous: UsageError (exit 2)."""
     ref = ref.strip()
-    job, index = jobref.resolve(history, ref)
+    job, index = jobref.resolve(history, ref, readings=registry.task_refs)
     count = max(len(job.targets), 1)
     label = (job.job_id or ref) if ref == job.ledger_id else ref
     indices = range(count) if index is None else (index,)

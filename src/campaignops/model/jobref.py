@@ -1,16 +1,18 @@
-"""A job or one array task as people name it: ``4242``, ``4242_3``, PBS ``4242[3].server``, or
-a ledger id. One reader for every command that takes such a reference (diagnose, lesson add).
+"""A job or one array task as people name it: ``4242``, ``4242_3`` (the campaign's JOB_INDEX form),
+a task in its scheduler's own syntax (``readings``: backends.registry.task_refs, e.g. PBS
+``4242[3].server``), or a ledger id. One reader for every command that takes such a reference
+(diagnose, lesson add, cancel).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from campaignops.core.errors import UsageError
 from campaignops.model import ledger
 
 _TASK = re.compile(r"(?P<job>.+)_(?P<index>\d{1,7})\Z")
-_PBS_TASK = re.compile(r"(?P<number>\d+)\[(?P<index>\d{1,7})\](?P<server>.*)\Z")
 
 
 def _named(history: ledger.Ledger, ref: str) -> list[ledger.Job]:
@@ -19,18 +21,27 @@ def _named(history: ledger.Ledger, ref: str) -> list[ledger.Job]:
     return [j for j in history.jobs if j.job_id == ref]
 
 
-def resolve(history: ledger.Ledger, ref: str) -> tuple[ledger.Job, int | None]:
+def _no_readings(ref: str) -> Sequence[tuple[str, int]]:
+    return ()
+
+
+def resolve(
+    history: ledger.Ledger,
+    ref: str,
+    *,
+    readings: Callable[[str], Sequence[tuple[str, int]]] = _no_readings,
+) -> tuple[ledger.Job, int | None]:
     """The recorded job ``ref`` names, and the array index it names (None: the whole job).
     Unknown, ambiguous or out of range: UsageError (exit 2)."""
     ref = ref.strip()
     found, index = _named(history, ref), None
     if not found:
-        task, pbs = _TASK.match(ref), _PBS_TASK.match(ref)
-        if task:
-            found, index = _named(history, task["job"]), int(task["index"])
-        elif pbs:
-            found = _named(history, f"{pbs['number']}[]{pbs['server']}")
-            index = int(pbs["index"])
+        task = _TASK.match(ref)
+        candidates = [(task["job"], int(task["index"]))] if task else []
+        for job_id, at in [*candidates, *readings(ref)]:
+            found, index = _named(history, job_id), at
+            if found:
+                break
     if not found:
         raise UsageError(
             message=f"no job {ref!r} in the ledger (.campaign/ledger.jsonl)",

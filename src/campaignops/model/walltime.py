@@ -103,10 +103,3 @@ def dhms(seconds: int) -> str:
     """``HH:MM:SS`` under a day, else ``D-HH:MM:SS``: Slurm's three-field forms."""
     days, rest = divmod(_check(seconds), 86400)
     return f"{days}-{hms(rest)}" if days else hms(rest)
-
-
-# Each backend's syntax. Slurm and the local backend (whose #LOCAL lines mirror #SBATCH) take
-# D-HH:MM:SS; PBS has no days field.
-for_slurm = dhms
-for_local = dhms
-for_pbs = hms

@@ -77,7 +77,7 @@ def actor() -> str:
 def find(history: ledger.Ledger, job: str) -> ledger.Job:
     """The recorded job whose ledger id or backend job id is ``job`` (one array task is
     cancelled with ``--targets``, not by its task id)."""
-    found, index = jobref.resolve(history, job)
+    found, index = jobref.resolve(history, job, readings=backends.task_refs)
     if index is not None:
         target = found.targets[index] if index < len(found.targets) else str(index)
         raise UsageError(

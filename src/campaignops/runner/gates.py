@@ -9,9 +9,10 @@ the ledger are read by the caller and passed in, so every gate can be tested on 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
 from campaignops.model.jobspec import FINISHED, JobState
 from campaignops.model.ledger import Job
@@ -170,11 +171,6 @@ def _name_target(name: str | None, campaign: str) -> str | None:
     return rest if rest and stage in ("smoke", "single", "production") else None
 
 
-def _base_id(job_id: str) -> str:
-    # An array task or the array itself (Slurm 123_4, 123_[0-9]; PBS 123[].server, 123[4]).
-    return job_id.split("_", 1)[0].split("[", 1)[0]
-
-
 def _unresolved(job: Job) -> bool:
     """A submission whose outcome is not known: the scheduler may hold it (intent only, or the
     call timed out). It counts as live until status --refresh finds it or rules it out."""
@@ -199,24 +195,26 @@ def no_sibling(
     active: Iterable[JobState] | None,
     jobs: Iterable[Job],
     unasked: str | None = None,
+    job_of: Callable[[str], str] = str,
 ) -> Verdict:
     """No task of the same target is queued or running, at any stage, in any array: two runs
     of one target write the same outputs. ``active`` is the one scheduler query's answer (live
     jobs with their live tasks; None: the scheduler could not be asked, ``unasked`` says why);
-    a submission whose outcome is unknown counts as live."""
+    a submission whose outcome is unknown counts as live. ``job_of``: the backend's job of an
+    id (an array task's id, the array's), so a live task finds its recorded job."""
     gate = "no_sibling"
     if active is None:
         why = unasked or "the scheduler was not asked"
         return Verdict(gate=gate, passed=True, reason=f"not checked: {why}")
     wanted = set(request.targets)
     jobs = list(jobs)
-    by_id = {_base_id(j.job_id): j for j in jobs if j.job_id}
+    by_id = {job_of(j.job_id): j for j in jobs if j.job_id}
     clashes: list[str] = []
     live_ids: list[str] = []
     for state in active:
         if state.state in FINISHED:
             continue  # squeue lists finished jobs for MinJobAge; they hold nothing
-        hit = held_targets(state, by_id.get(_base_id(state.job_id)), request.campaign) & wanted
+        hit = held_targets(state, by_id.get(job_of(state.job_id)), request.campaign) & wanted
         if hit:
             clashes.append(f"{state.job_id} ({state.state}, {_listed(hit)})")
             live_ids.append(state.job_id)
@@ -325,10 +323,15 @@ def evaluate(
             queue=request.queue,
         ),
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
-        no_sibling(request, active=active, jobs=jobs, unasked=unasked),
+        no_sibling(request, active=active, jobs=jobs, unasked=unasked, job_of=_job_of(page)),
         breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes),
         budget(request, policy=policy, page=page, jobs=jobs),
     )
+
+
+def _job_of(page: Mapping[str, Any] | None) -> Callable[[str], str]:
+    kind = registry.kind_of(page)
+    return kind.job_of if kind is not None else str
 
 
 def require(verdicts: Iterable[Verdict]) -> None:

@@ -55,6 +55,8 @@ STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored b
 EXECUTOR = "campaignops.backends.local.executor"
 STARTED_BY = "executor.pid"  # written by submit once the executor is started
 PREFIX = "#LOCAL "
+# #LOCAL time= mirrors #SBATCH --time: D-HH:MM:SS.
+WALLTIME = walltime.dhms
 KILL_WAIT_S = 30
 WARNING_SIGNAL = "USR1"
 # local-<n>-<6 hex>: the counter orders one clone's jobs; the random part keeps two clones of a
@@ -83,7 +85,7 @@ class Directives:
     size: int = 1  # tasks 0 … size-1
     cap: int | None = None
     after: tuple[str, ...] = ()
-    time: str | None = None  # [D-]HH:MM:SS (walltime.for_local)
+    time: str | None = None  # [D-]HH:MM:SS (WALLTIME)
     warning: tuple[str, int] | None = None  # (signal name, seconds before the limit)
     kill_wait_s: int = KILL_WAIT_S
     mem_bytes: int | None = None  # per task
@@ -102,7 +104,7 @@ def _directive_lines(spec: JobSpec) -> list[tuple[str, str]]:
     if spec.after:
         lines.append(("dependency", "afterok:" + ":".join(spec.after)))
     if spec.time_s is not None:
-        lines.append(("time", walltime.for_local(spec.time_s)))
+        lines.append(("time", WALLTIME(spec.time_s)))
         if spec.warning_seconds:
             lines.append(("signal", f"B:{WARNING_SIGNAL}@{spec.warning_seconds}"))
     lines.append(("kill-wait", str(KILL_WAIT_S)))

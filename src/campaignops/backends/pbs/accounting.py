@@ -118,7 +118,7 @@ def _clock_s(value: object) -> int | None:
 
 
 def _slurm_clock(total: int | None) -> str | None:
-    return None if total is None or total < 0 else walltime.for_slurm(total)
+    return None if total is None or total < 0 else walltime.dhms(total)
 
 
 def _kib(value: object) -> str | None:

@@ -56,6 +56,8 @@ from campaignops.model import walltime
 from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState, live
 
 NAME = "pbs"
+# walltime= takes HH:MM:SS with hours past 24 (no days field).
+WALLTIME = walltime.hms
 # Errors worth retrying: the server busy or restarting (qsub/qstat say so in these words).
 TRANSIENT = scheduler.transient("pbs_connect", "cannot connect to server")
 # A qsub that could not connect sent nothing (retried); any other failure of its connection
@@ -167,7 +169,7 @@ def _directives(spec: JobSpec) -> list[str]:
         *([f"-A {_valid('account', res.account)}"] if res.account else []),
         *([f"-q {_valid('queue', queue)}"] if queue else []),
         *_chunk(spec),
-        *([f"-l walltime={walltime.for_pbs(spec.time_s)}"] if spec.time_s is not None else []),
+        *([f"-l walltime={WALLTIME(spec.time_s)}"] if spec.time_s is not None else []),
         *([f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []),
         *([f"-J {spec.array}"] if spec.array is not None else []),
         *([f"-W depend=afterok:{after}"] if after else []),

@@ -36,6 +36,8 @@ from campaignops.model import walltime
 from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState, Resources, live
 
 NAME = "slurm"
+# --time takes D-HH:MM:SS (a two-field value would read as MM:SS: never written).
+WALLTIME = walltime.dhms
 WARNING_SIGNAL = script.WARNING_SIGNAL
 # Errors worth retrying: slurmctld busy or restarting (sbatch/squeue say so in these words).
 TRANSIENT = scheduler.transient("unable to contact slurm controller", "communication failure")
@@ -157,7 +159,7 @@ def _directives(spec: JobSpec) -> list[str]:
     if spec.comment:
         out.append(f"--comment={_text('comment', spec.comment)}")
     # The limit from seconds, in three fields: sbatch reads a two-field H:M as minutes:seconds.
-    limit = None if spec.time_s is None else walltime.for_slurm(spec.time_s)
+    limit = None if spec.time_s is None else WALLTIME(spec.time_s)
     return [*out, *_resources(dataclasses.replace(spec.resources, time=limit))]
 
 

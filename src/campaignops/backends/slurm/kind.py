@@ -9,6 +9,28 @@ from typing import Any
 from campaignops.backends.base import Backend, Kind
 from campaignops.backends.slurm import backend
 
+# Pending reasons a job can never leave: no log exists, the reason is the evidence (Slurm's
+# job_reason_codes page).
+REASON_CATEGORIES = {
+    "DependencyNeverSatisfied": "dependency",
+    "BadConstraints": "scheduler-rejected",
+    "InvalidAccount": "scheduler-rejected",
+    "InvalidQOS": "scheduler-rejected",
+    "PartitionTimeLimit": "scheduler-rejected",
+}
+QUOTA_REASONS = ("QOSMax", "QOSGrp", "AssocGrp", "AssocMax")
+
+
+def _category(exit_code: int | None, reason: str | None) -> str | None:
+    reason = reason or ""
+    if reason in REASON_CATEGORIES:
+        return REASON_CATEGORIES[reason]
+    return "quota-limit" if reason.startswith(QUOTA_REASONS) else None
+
+
+def _job_of(job_id: str) -> str:
+    return job_id.split("_", 1)[0]  # an array task 123_4 or the array 123_[0-9] → 123
+
 
 def _serves(page: Mapping[str, Any]) -> bool:
     return page.get("scheduler") == "slurm"
@@ -18,4 +40,4 @@ def _make(root: Path, name: str) -> Backend:
     return backend  # the module is the backend: the same for every checkout
 
 
-KIND = Kind(name="slurm", serves=_serves, make=_make)
+KIND = Kind(name="slurm", serves=_serves, make=_make, verdict_category=_category, job_of=_job_of)

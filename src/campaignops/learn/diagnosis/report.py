@@ -91,7 +91,7 @@ def of_job(
 ) -> Report:
     """Diagnose the recorded task ``ref``."""
     history = ledger.read(root)
-    job, index = jobref.resolve(history, ref)
+    job, index = jobref.resolve(history, ref, readings=backends.task_refs)
     if job.job_id is None:
         raise UsageError(
             message=f"ledger {job.ledger_id} holds no submitted job "

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from campaignops.backends import registry
+
 # Final states that name a category on their own.
 STATE_CATEGORIES = {
     "OUT_OF_MEMORY": "oom-host",
@@ -23,17 +25,6 @@ STATE_CATEGORIES = {
     "NODE_FAIL": "node-failure",
     "BOOT_FAIL": "node-failure",
 }
-# Pending reasons a job can never leave: no log exists, the reason is the evidence.
-REASON_CATEGORIES = {
-    "DependencyNeverSatisfied": "dependency",
-    "BadConstraints": "scheduler-rejected",
-    "InvalidAccount": "scheduler-rejected",
-    "InvalidQOS": "scheduler-rejected",
-    "PartitionTimeLimit": "scheduler-rejected",
-}
-_QUOTA_REASONS = ("QOSMax", "QOSGrp", "AssocGrp", "AssocMax")
-# PBS exit codes the server sets when it kills a job over a limit (negative: not the task's).
-PBS_EXIT_CATEGORIES = {-27: "oom-host", -26: "oom-host", -29: "timeout"}
 # States that are not failures to explain.
 NOT_FAILURES = frozenset({"COMPLETED", "CANCELLED", "PENDING", "RUNNING", "UNKNOWN"})
 
@@ -51,14 +42,8 @@ class Evidence:
         state = (self.state or "").upper()
         if state in STATE_CATEGORIES:
             return STATE_CATEGORIES[state]
-        if self.exit_code in PBS_EXIT_CATEGORIES:
-            return PBS_EXIT_CATEGORIES[self.exit_code]
-        reason = self.reason or ""
-        if reason in REASON_CATEGORIES:
-            return REASON_CATEGORIES[reason]
-        if reason.startswith(_QUOTA_REASONS):
-            return "quota-limit"
-        return None
+        # A scheduler's own words: its pending reasons, its server's exit codes.
+        return registry.verdict_category(self.exit_code, self.reason)
 
     @property
     def failed(self) -> bool:
