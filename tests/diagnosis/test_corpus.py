@@ -3,26 +3,9 @@ as assertions, so a catalog edit that mislabels a real error or claims a healthy
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from tests.diagnosis.test_blind_corpus import URL
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "diagnose.py"
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_diagnose", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_corpus_is_big_enough_and_held_out(bench: ModuleType) -> None:
