@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import re
 import sys
 import time
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,7 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours = report_development(errors, benign, args.repeat, show=args.show_misses)
     met = ours.rate >= TARGET_RIGHT and not ours.wrong and not ours.benign and not leaked
     print(
-        f"targets (>= {TARGET_RIGHT:.0%} right, 0 wrong, 0 benign): " + ("met" if met else "NOT met")
+        f"targets (>= {TARGET_RIGHT:.0%} right, 0 wrong, 0 benign): "
+        + ("met" if met else "NOT met")
     )
     held_met = report_held_out(sets, len(benign), ours, show=args.show_held_out)
     return 0 if met and held_met else 1

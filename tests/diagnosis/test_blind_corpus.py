@@ -84,9 +84,5 @@ def test_the_pool_is_new_to_every_other_corpus_file() -> None:
     # The pool is split by bench/diagnose.py (held_out): its tuning half may later give catalog
     # samples, so only its held-out half is kept out of the catalog (tests/diagnosis/
     # test_corpus.py); no pooled source may be one the other files already cite.
-    cited = {
-        case["source"]
-        for path in (*DATA.glob("*.yaml"), *HELD_OUT)
-        for case in _cases(path)
-    }
+    cited = {case["source"] for path in (*DATA.glob("*.yaml"), *HELD_OUT) for case in _cases(path)}
     assert {case["source"] for case in _cases(POOL)} & cited == set()
