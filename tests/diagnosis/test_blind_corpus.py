@@ -16,6 +16,7 @@ from campaignops.core import yamldoc
 DATA = Path(__file__).resolve().parents[1] / "data" / "diagnose"
 BLIND = DATA / "blind" / "errors_blind.yaml"
 HELD_OUT = sorted((DATA / "blind").glob("errors_*.yaml"))
+POOL = DATA / "pool" / "errors_pool.yaml"
 CATALOG = (
     Path(__file__).resolve().parents[2]
     / "template"
@@ -46,7 +47,7 @@ def _cases(path: Path) -> list[dict[str, Any]]:
 
 def test_every_blind_case_is_well_formed() -> None:
     categories = set(json.loads(SCHEMA.read_text(encoding="utf-8"))["$defs"]["category"]["enum"])
-    cases = [case for path in HELD_OUT for case in _cases(path)]
+    cases = [case for path in (*HELD_OUT, POOL) for case in _cases(path)]
     ids = [case["id"] for case in cases]
     assert len(_cases(BLIND)) >= 80 and len(set(ids)) == len(ids)
     for case in cases:
@@ -77,3 +78,11 @@ def test_no_held_out_source_is_cited_by_a_catalog_entry() -> None:
     cited = set(URL.findall(CATALOG.read_text(encoding="utf-8")))
     for path in HELD_OUT:
         assert {case["source"] for case in _cases(path)} & cited == set(), path.name
+
+
+def test_the_pool_is_new_to_every_other_corpus_file() -> None:
+    # The pool is split by bench/diagnose.py (held_out): its tuning half may later give catalog
+    # samples, so only its held-out half is kept out of the catalog (tests/diagnosis/
+    # test_corpus.py); no pooled source may be one the other files already cite.
+    cited = {case["source"] for path in (*DATA.glob("*.yaml"), *HELD_OUT) for case in _cases(path)}
+    assert {case["source"] for case in _cases(POOL)} & cited == set()

@@ -3,28 +3,13 @@ as assertions, so a catalog edit that mislabels a real error or claims a healthy
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "diagnose.py"
-
-
-@pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_diagnose", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.diagnosis.test_blind_corpus import URL
 
 
 def test_the_corpus_is_big_enough_and_held_out(bench: ModuleType) -> None:
-    errors, benign = bench.cases("errors_"), bench.cases("benign")
+    errors, benign = bench.tuning_cases(), bench.cases("benign")
     assert len(errors) >= 120 and len(benign) >= 200
     assert all(c.source.startswith("https://") for c in (*errors, *benign))
     samples = bench.samples()
@@ -37,6 +22,23 @@ def test_no_healthy_line_is_claimed(bench: ModuleType) -> None:
 
 
 def test_no_real_error_gets_a_wrong_category_and_nine_in_ten_are_right(bench: ModuleType) -> None:
-    score = bench.score(bench.engine_matcher(), bench.cases("errors_"), [], 1)
+    score = bench.score(bench.engine_matcher(), bench.tuning_cases(), [], 1)
     assert [(c.id, c.category, got) for c, got in score.wrong] == []
     assert score.rate >= bench.TARGET_RIGHT, [c.id for c in score.missed]
+
+
+def test_the_held_out_part_is_big_enough_and_split_by_source(bench: ModuleType) -> None:
+    every = [case for _, held in bench.held_out_sets() for case in held]
+    assert len(every) >= bench.HELD_OUT_CASES
+    assert len({case.source for case in every}) >= bench.HELD_OUT_SOURCES
+    assert len(bench.cases("benign")) >= bench.HELD_OUT_BENIGN
+    pooled = bench.cases("errors_", bench.POOL)
+    tuning = {c.source for c in bench.tuning_cases()}
+    held = {c.source for c in pooled if bench.held_out(c.source)}
+    assert held and tuning & held == set()
+
+
+def test_no_held_out_pooled_source_is_cited_by_the_catalog(bench: ModuleType) -> None:
+    cited = set(URL.findall(bench.TEMPLATE.read_text(encoding="utf-8")))
+    pooled = [c for c in bench.cases("errors_", bench.POOL) if bench.held_out(c.source)]
+    assert [c.id for c in pooled if c.source in cited] == []

@@ -168,3 +168,25 @@ def test_a_progress_bar_and_colours_do_not_change_the_signature() -> None:
     noisy = "10%|#   | 1/10\r 50%|#####| 5/10\r\x1b[31mValueError: bad loss at step 812\x1b[0m\n"
     plain = "ValueError: bad loss at step 3\n"
     assert run(noisy, evidence=failed).signature == run(plain, evidence=failed).signature
+
+
+def test_a_refining_entry_never_answers_alone_but_overrides_the_entry_it_refines() -> None:
+    refined = catalog.from_data(
+        {
+            "version": 1,
+            "failures": [
+                entry("quota", "quota-limit", r"Disk quota exceeded"),
+                entry("oom", "oom-host", r"Killed"),
+                entry("files-over", "inodes", r"\d+k\*\s+\d+k", refines=["quota"]),
+            ],
+        }
+    )
+    table = "    3289M  51200M  76800M            321k*   300k    350k   none"
+    error = "cp: cannot create regular file 'x': Disk quota exceeded"
+    for text in (f"{error}\n{table}", f"{table}\n{error}"):
+        found = engine.diagnose(text, catalog=refined)
+        assert (found.entry_id, found.category) == ("files-over", "inodes"), text
+        assert "refines quota into files-over" in found.why
+    assert engine.diagnose(table, catalog=refined).category is None
+    assert engine.diagnose(f"{table}\nKilled", catalog=refined).entry_id == "oom"
+    assert engine.diagnose(error, catalog=refined).entry_id == "quota"

@@ -257,3 +257,70 @@ def test_a_campaign_new_campaign_follows_the_installed_package(
     assert "| our-solver-diverged |" in (root / "FAILURES.md").read_text(encoding="utf-8")
     assert NEW_FACT in (root / "backends/local.md").read_text(encoding="utf-8")
     assert run("check").code == 0
+
+
+SLURM_PAGE = (
+    "backends/{% if 'generic-slurm' in cookiecutter.backends.split(',') %}"
+    "generic-slurm.md{% endif %}"
+)
+# Issue 23's knowledge audit: the claim the pages made before it, and the corrected paragraph.
+SRUN_CLAIM = (
+    "- **`srun` inside `sbatch`** no longer inherits `--cpus-per-task` (Slurm 22.05 and later): pass\n"
+    "  `srun -c $SLURM_CPUS_PER_TASK` (verified docs.icer.msu.edu 2026-06).\n"
+)
+SRUN_FACT_START = "- **`srun` inside `sbatch` and `--cpus-per-task`**: Slurm 22.05 to 23.02"
+SRUN_FACT_END = "slurm-22.05.md + slurm-23.11.md 2026-11).\n"
+QUOTA_LOG = (
+    "OSError: [Errno 122] Disk quota exceeded: 'out/intermediate.ntw'\n"
+    "    Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
+    "storage:/export/users\n"
+    "                 3289M  51200M  76800M            321k*   300k    350k   none\n"
+)
+
+
+def before_the_audit(tpl: Path) -> None:
+    """The template as it was before issue 23: the srun claim, no quota-table evidence."""
+    page = tpl / LAYER / SLURM_PAGE
+    text = page.read_text(encoding="utf-8")
+    start = text.index(SRUN_FACT_START)
+    end = text.index(SRUN_FACT_END, start) + len(SRUN_FACT_END)
+    page.write_text(text[:start] + SRUN_CLAIM + text[end:], encoding="utf-8")
+    catalog = tpl / LAYER / "failures.yaml"
+    text = catalog.read_text(encoding="utf-8")
+    start = text.index("  - id: quota-files-over-limit\n")
+    end = text.index("  - id: ", start + 1)
+    catalog.write_text(text[:start] + text[end:], encoding="utf-8")
+
+
+def test_update_brings_the_audited_facts_and_the_new_evidence_to_an_old_campaign(
+    tmp_path: Path, run, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    tpl = template_copy(tmp_path / "tpl")
+    before_the_audit(tpl)
+    git(tpl, "init", "-q")
+    git(tpl, "add", "-A")
+    git(tpl, "commit", "-q", "-m", "template before the audit")
+    git(tpl, "tag", "v1.0.0")
+    monkeypatch.chdir(tmp_path)
+    made = run(
+        "new", "camp", "--defaults", "--data", "backends=generic-slurm,local",
+        "--template", str(tpl), "--vcs-ref", "v1.0.0",
+    )  # fmt: skip
+    assert made.code == 0, made.err
+    root = tmp_path / "camp"
+    monkeypatch.chdir(root)
+    assert SRUN_CLAIM in (root / "backends/generic-slurm.md").read_text(encoding="utf-8")
+    assert diagnosed(run, root, QUOTA_LOG) == "disk-quota-exceeded"
+    shutil.rmtree(tpl / "template")
+    shutil.copytree(scaffold.template_root() / "template", tpl / "template")
+    git(tpl, "add", "-A")
+    git(tpl, "commit", "-q", "-m", "template after the audit")
+    git(tpl, "tag", "v1.1.0")
+
+    got = run("update")
+
+    assert got.code == 0, got.out + got.err
+    page = (root / "backends/generic-slurm.md").read_text(encoding="utf-8")
+    assert SRUN_CLAIM not in page and SRUN_FACT_START in page
+    assert "https://github.com/SchedMD/slurm/blob/master/CHANGELOG/slurm-23.11.md" in page
+    assert diagnosed(run, root, QUOTA_LOG) == "quota-files-over-limit"

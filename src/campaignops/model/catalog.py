@@ -43,6 +43,8 @@ class Entry:
     backends: tuple[str, ...] = ()  # backend page names or kinds; empty: every backend
     verdicts: tuple[str, ...] = ()  # scheduler states that name this entry without a log line
     warnings: bool = False  # may match lines that read as warnings or info
+    # Entries whose answer this one overrides when it matches too; it never answers alone.
+    refines: tuple[str, ...] = ()
     order: int = 0  # place in the file: the last tie-breaker, for stable output only
 
     def applies_to(self, backend: str | None, kind: str | None) -> bool:
@@ -118,6 +120,7 @@ def from_data(data: Any) -> Catalog:
                 backends=_strings(item, "backends"),
                 verdicts=verdicts,
                 warnings=item.get("warnings") is True,
+                refines=_strings(item, "refines"),
                 order=order,
             )
         )

@@ -16,7 +16,11 @@ The rule, in order (docs/runner.md "Diagnosis" gives the reasons and sources):
 5. On that line the most specific match wins: an entry written for this backend over a general
    one, then the matcher with more literal characters. Equal candidates of one category give
    the category without an entry; of several categories, no answer: never a guess.
-6. No line matched but the verdict names a category: the entry that lists the verdict's state
+6. An entry that ``refines`` others never answers alone; when the answer is one of the
+   entries it refines and it matches a line anywhere in the log, it is the answer (the
+   earliest such line). A message two failures share ("Disk quota exceeded") is told apart by
+   evidence printed elsewhere in the log (the quota table's files column over its limit).
+7. No line matched but the verdict names a category: the entry that lists the verdict's state
    in ``verdicts`` (if exactly one), else the category alone.
 
 A task nothing explains has ``category`` None, and its breaker signature is its state, exit
@@ -157,9 +161,11 @@ def diagnose(
     matches = find_matches(lines, entries, catalog.any_line)
     verdict = evidence.category
     counted = [m for m in matches if verdict is None or m.entry.category == verdict]
+    answering = [m for m in counted if not m.entry.refines]
     entry: Entry | None
-    if counted:
-        entry, category, why = _pick(counted, backend, kind)
+    if answering:
+        entry, category, why = _pick(answering, backend, kind)
+        entry, category, why = _refine(entry, category, why, counted)
         if verdict is not None:
             why += f" within {verdict}, which the scheduler's {evidence.state} decided"
     elif verdict is not None:
@@ -175,6 +181,20 @@ def diagnose(
         why=why,
         last_error=last_error(lines),
     )
+
+
+def _refine(
+    entry: Entry | None, category: str | None, why: str, matches: Sequence[Match]
+) -> tuple[Entry | None, str | None, str]:
+    """The answer, or the entry whose evidence refines it (its earliest matching line)."""
+    if entry is None:
+        return entry, category, why
+    refining = [m for m in matches if entry.id in m.entry.refines]
+    if not refining:
+        return entry, category, why
+    best = min(refining, key=lambda m: (m.line, m.entry.order))
+    note = f"{why}; line {best.line} refines {entry.id} into {best.entry.id}"
+    return best.entry, best.entry.category, note
 
 
 def _by_verdict(
