@@ -200,6 +200,10 @@ def test_parse_job_id_reads_each_recorded_submit_answer(kind: Kind, tmp_path: Pa
     for stdout, job_id in rec.submits:
         assert backend.parse_job_id(stdout) == job_id
         assert kind.job_of(job_id) == kind.job_of(kind.job_of(job_id))
+    # What parse_job_id gave is what the query and the cancel take, each in one call.
+    ids = [job_id for _, job_id in rec.submits]
+    asked = {w for argv in backend.query_argvs(ids) for a in argv for w in a.split(",")}
+    assert set(ids) <= asked and set(ids) <= set(backend.cancel_argv(ids))
 
 
 def _checked(job_id: str, state: JobState) -> None:
@@ -265,6 +269,8 @@ def test_a_task_id_reads_back_as_its_job_and_index(kind: Kind, tmp_path: Path) -
             assert jobref.resolve(history, task_id, readings=registry.task_refs) == (job, index)
             # The no_sibling gate finds a live task's recorded job through job_of.
             assert kind.job_of(task_id) == kind.job_of(job_id), task_id
+            # campaign cancel: one call for jobs or array tasks, the task named as task_id has it.
+            assert task_id in backend.cancel_argv([task_id])
 
 
 def _inside(path: str, workdir: Path) -> bool:
