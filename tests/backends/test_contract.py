@@ -27,10 +27,9 @@ from typing import Any
 import jinja2
 import pytest
 
-import campaignops
 from campaignops.backends import registry
 from campaignops.backends.base import Backend, Kind
-from campaignops.core import yamldoc
+from campaignops.core import schema, yamldoc
 from campaignops.generate import answers
 from campaignops.model import frontmatter, jobref
 from campaignops.model.jobspec import FINISHED, STATES, JobSpec, JobState, Resources, worst
@@ -38,7 +37,6 @@ from campaignops.model.ledger import Job, Ledger
 
 TESTS = Path(__file__).resolve().parents[1]
 RECORDED = Path(__file__).resolve().parent / "recorded"
-SCHEMA = Path(campaignops.__file__).parent / "schemas" / "backend.schema.json"
 PAGES = TESTS.parent / "template" / "{{cookiecutter.campaign_slug}}" / "backends"
 KINDS = pytest.mark.parametrize("kind", registry.KINDS, ids=[k.name for k in registry.KINDS])
 
@@ -171,6 +169,8 @@ def test_every_kind_has_recorded_outputs(kind: Kind) -> None:
     rec = recorded(kind)
     assert kind.serves(rec.page), f"{kind.name} does not serve its own recorded page {rec.page}"
     assert registry.kind_of(rec.page) is kind, "another kind is matched first for this page"
+    errors = [e.message for e in schema.validate(schema.BACKEND, dict(rec.page))]
+    assert not errors, f"{kind.name}'s recorded page is not one the page schema admits: {errors}"
 
 
 @KINDS
@@ -298,8 +298,7 @@ def test_log_path_is_relative_and_inside_the_work_directory(kind: Kind, tmp_path
 
 
 def _enum(field: str) -> list[Any]:
-    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    return list(schema["properties"][field]["enum"])
+    return list(schema.load(schema.BACKEND)["properties"][field]["enum"])
 
 
 def _pages_the_schema_admits() -> list[dict[str, Any]]:
@@ -313,7 +312,7 @@ def _pages_the_schema_admits() -> list[dict[str, Any]]:
 @KINDS
 def test_the_page_schema_admits_a_page_each_kind_serves(kind: Kind) -> None:
     assert any(kind.serves(p) for p in _pages_the_schema_admits()), (
-        f"no kind/scheduler of {SCHEMA.name} is served by {kind.name}: add its words to the enums"
+        f"no kind/scheduler of {schema.BACKEND} is served by {kind.name}: add its words to the enums"
     )
 
 
