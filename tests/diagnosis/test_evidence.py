@@ -12,8 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from campaignops.model import catalog
 from campaignops.learn.diagnosis import engine
+from campaignops.model import catalog
 
 QUOTA_HEADER = "    Filesystem   space   quota   limit   grace   files   quota   limit   grace"
 FILES_OVER = "                 3289M  51200M  76800M            321k*   300k    350k   none"

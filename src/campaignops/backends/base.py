@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from campaignops.backends import command as scheduler
 from campaignops.core.errors import InputError, UsageError
-from campaignops.model import frontmatter
+from campaignops.model import frontmatter, jobref
 from campaignops.model.jobspec import JobSpec, JobState
 from campaignops.model.ledger import Job
 
@@ -95,10 +95,6 @@ def _no_doubts(root: Path) -> Iterator[Doubt]:
     return iter(())
 
 
-def _same_id(job_id: str) -> str:
-    return job_id
-
-
 def _no_task_ref(ref: str) -> tuple[str, int] | None:
     return None
 
@@ -133,8 +129,9 @@ class Kind:
     query_warning: Callable[[], str | None] | None = None
     # campaign check: the ledger lines its page does not vouch for.
     doubts: Callable[[Path], Iterator[Doubt]] = _no_doubts
-    # The job an id of its own names (an array task's or the array's id → the job's).
-    job_of: Callable[[str], str] = _same_id
+    # The job an id of its own names (an array task's or the array's id → the job's). The
+    # default reads the campaign's JOB_INDEX form, which task_id writes unless it says otherwise.
+    job_of: Callable[[str], str] = jobref.job_of
     # A task reference in its own syntax → (the job id as recorded, the array index), or None
     # (the campaign's own JOB_INDEX form is read by model/jobref.py for every backend).
     task_ref: Callable[[str], tuple[str, int] | None] = _no_task_ref

@@ -15,6 +15,14 @@ from campaignops.model import ledger
 _TASK = re.compile(r"(?P<job>.+)_(?P<index>\d{1,7})\Z")
 
 
+def job_of(ref: str) -> str:
+    """The job a task reference of the campaign's JOB_INDEX form names (``4242_3`` → ``4242``);
+    any other id as it is. Every backend whose ``task_id`` writes that form reads its task ids
+    back so (backends.base.Kind.job_of's default)."""
+    task = _TASK.match(ref)
+    return task["job"] if task else ref
+
+
 def _named(history: ledger.Ledger, ref: str) -> list[ledger.Job]:
     if ref in history.by_id:
         return [history.by_id[ref]]
