@@ -111,9 +111,9 @@ def _no_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | Non
 class Kind:
     """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
     module makes its own): which pages it serves, how it is made for a checkout, and what it
-    answers beyond ``Backend``. Every hook has a neutral default, so a scheduler that has none of
-    these (Slurm, PBS) gives only the first three fields; the runner asks the hooks and never
-    which backend it holds."""
+    answers beyond ``Backend``. Every hook has a neutral default, so a backend gives the first
+    three fields and only the hooks it has something to say in (Slurm and PBS: their array ids
+    and verdict words); the runner asks the hooks and never which backend it holds."""
 
     name: str
     serves: Callable[[Mapping[str, Any]], bool]

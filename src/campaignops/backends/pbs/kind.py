@@ -28,8 +28,13 @@ def _task_ref(ref: str) -> tuple[str, int] | None:
     return (f"{found['number']}[]{found['server']}", int(found["index"])) if found else None
 
 
+# An array or one of its subjobs: 123[].server, 123[4].server (the array is recorded as 123[]).
+ARRAY = re.compile(r"(?P<number>\d+)\[\d*\](?P<server>.*)\Z")
+
+
 def _job_of(job_id: str) -> str:
-    return job_id.split("[", 1)[0]  # 123[].server, 123[4] → 123
+    found = ARRAY.match(job_id)
+    return f"{found['number']}[]{found['server']}" if found else job_id
 
 
 def _serves(page: Mapping[str, Any]) -> bool:
