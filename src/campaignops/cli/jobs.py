@@ -279,8 +279,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="show the campaign's jobs; --refresh asks each backend once",
         description="Show the jobs recorded in the ledger. With --refresh, one batched query per "
         "backend updates every unfinished job (state changes go to the ledger) and STATUS.md is "
-        "re-rendered. --watch repeats that at most once a minute until every job has finished; "
-        "there is no faster loop.",
+        "re-rendered. --watch repeats that at most once a minute until every job has finished "
+        "(every 2 s while only local jobs, whose state is files here, are unfinished); there is "
+        "no faster loop of a scheduler.",
     )
     sts.add_argument(
         "--refresh",

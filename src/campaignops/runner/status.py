@@ -8,7 +8,8 @@ ledger id) and its result recorded.
 
 `watch` repeats `refresh` until every job has finished, at least ``WATCH_MIN_S`` apart: a job
 rarely changes state faster than that, and a tighter loop is the squeue/sacct hammering that
-cluster admins ban (the seeds' "never a polling loop").
+cluster admins ban (the seeds' "never a polling loop"). Only local jobs, whose state is files on
+this machine, are looked at more often (runner/watchpace.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from campaignops.runner import (
     sshplaced,
     submit,
     submitlock,
+    watchpace,
 )
 from campaignops.runner import ledger_writer as lw
 from campaignops.runner.spec import FINISHED, JobState
@@ -387,4 +389,5 @@ def watch(
         report(done, left)
         if not left:
             return done
-        pause(interval)
+        still = [j for j in ledger.read(root).jobs if is_open(j)]
+        pause(watchpace.pause_s(root, still, interval))
