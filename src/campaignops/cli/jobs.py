@@ -114,7 +114,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops import ledger as ledger_mod
     from campaignops import views
     from campaignops.files import FileReader
-    from campaignops.runner import status
+    from campaignops.runner import elsewhere, status
 
     root = campaign_root()
 
@@ -157,8 +157,17 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.format == "markdown":
         print(sources.render("stages") + "\n\n" + sources.render("jobs"), file=out)
         return 0
-    for line in aligned(sources.render("jobs")):
+    away = elsewhere.of(root, sources.ledger().jobs)
+    shown = {j.ledger_id: elsewhere.ELSEWHERE for j in away}
+    here = views.escape_surrogates(views.render_jobs(sources, shown))
+    for line in aligned(here):
         print(safetext.plain_line(line), file=out)  # reasons quote schedulers' and boxes' text
+    if away:
+        print(
+            f"{len(away)} job(s) {elsewhere.ELSEWHERE}: submitted from another clone to its "
+            f"machine's local backend; their state is there ({elsewhere.THERE})",
+            file=err,
+        )
     from campaignops.runner import budget
 
     spent = budget.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)

@@ -28,6 +28,7 @@ from campaignops.diagnosis.tasks import Diagnosers
 from campaignops.errors import CampaignError, UsageError
 from campaignops.runner import (
     backends,
+    elsewhere,
     retry,
     scheduler,
     script,
@@ -359,10 +360,13 @@ def _retry_oom(
     return tuple(submitted), len(waiting), tuple(refused)
 
 
-def unfinished(root: Path) -> int:
-    """How many recorded jobs may still change state (not refused, not ended; a submission
-    whose outcome is unknown counts until a refresh finds it or rules it out)."""
-    return sum(1 for j in ledger.read(root).jobs if is_open(j))
+def still_open(root: Path) -> list[ledger.Job]:
+    """The recorded jobs a refresh here may still see change state (not refused, not ended; a
+    submission whose outcome is unknown counts until a refresh finds it or rules it out); not
+    another clone's local jobs (runner.elsewhere), whose end is recorded where they ran."""
+    jobs = [j for j in ledger.read(root).jobs if is_open(j)]
+    away = {j.ledger_id for j in elsewhere.of(root, jobs)}
+    return [j for j in jobs if j.ledger_id not in away]
 
 
 def watch(
@@ -385,9 +389,9 @@ def watch(
     pause = sleep or _sleep
     while True:
         done = refresh(root=root, now=now, call=call)
-        left = unfinished(root) + done.retry_waiting
+        still = still_open(root)
+        left = len(still) + done.retry_waiting
         report(done, left)
         if not left:
             return done
-        still = [j for j in ledger.read(root).jobs if is_open(j)]
         pause(watchpace.pause_s(root, still, interval))

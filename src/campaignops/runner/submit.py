@@ -28,6 +28,7 @@ from campaignops.runner import (
     backends,
     charging,
     dispatch,
+    elsewhere,
     gates,
     gitfacts,
     inputs,
@@ -274,6 +275,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     repo = gitfacts.repo_facts(root, paths)
     active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=dry_run)
     fixes = CatalogFixes(root)
+    away = elsewhere.of(root, history.jobs)
     planned: list[Planned] = []
     earlier = 0.0  # phases are judged together: the budget counts the ones before
     for job in jobs:
@@ -306,6 +308,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             active=active,
             fixes=fixes,
             unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",
+            elsewhere=away,
         )
         comment = f"{PREVIEW_LEDGER_ID} {repo.head or PREVIEW_COMMIT}"
         preview = dataclasses.replace(job.spec, comment=comment)
