@@ -50,6 +50,8 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"CI installs: {recorded}", file=out)
     if recorded.startswith("campaignops=="):
         print(FROM_INDEX_NOTE.format(requirement=recorded), file=out)
+    elif "git+file:" in recorded:
+        print(ON_THIS_MACHINE_NOTE, file=out)
     print(HOOK_NOTE, file=out)
     pushed = made.answers["require_pushed"] == "yes"
     print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
@@ -80,6 +82,12 @@ FROM_INDEX_NOTE = (
     "note: CI will pip-install {requirement} from the package index, and fail if that version "
     "is not published there; to install from a repository CI can reach instead, make the "
     "campaign with --source URL@COMMIT (or edit CAMPAIGNOPS_REQUIREMENT in the CI files)."
+)
+# A path checked here (install_source) exists on this machine only.
+ON_THIS_MACHINE_NOTE = (
+    "note: that repository is a path on this machine: CI on another machine (GitHub, GitLab) "
+    "cannot reach it; for a shared CI, make the campaign with --source URL@COMMIT of a "
+    "repository it can reach (or edit CAMPAIGNOPS_REQUIREMENT in the CI files)."
 )
 # The campaign-check hook is `language: system` (docs/decisions.md, 131): it needs no index.
 HOOK_NOTE = (
