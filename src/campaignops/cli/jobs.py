@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
@@ -113,27 +114,43 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from campaignops import ledger as ledger_mod
     from campaignops import views
+    from campaignops.cli.live import Live
     from campaignops.files import FileReader
-    from campaignops.runner import elsewhere, status
+    from campaignops.runner import elsewhere, progress, status
 
     root = campaign_root()
+    # On a terminal, --watch keeps one live line per stage (runner/progress.py) and the round's
+    # summary under them; elsewhere (a log, a pipe) each round prints its summary line.
+    live = Live(err) if args.watch else None
+    watched = {j.ledger_id for j in status.still_open(root)} if live and live.on else set()
+    began = time.monotonic()
 
     def report(done: status.Refresh, left: int | None = None) -> None:
-        print(
+        summary = (
             f"refreshed: {done.queries} scheduler call(s), {len(done.changed)} change(s)"
             + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else "")
             + (f", {len(done.ruled_out)} never queued" if done.ruled_out else "")
             + (f", {done.retry_waiting} OOM retry(s) waiting" if done.retry_waiting else "")
-            + ("" if left is None else f", {left} job(s) unfinished"),
-            file=err,
-            flush=True,
+            + ("" if left is None else f", {left} job(s) unfinished")
         )
-        for name in done.retried:
-            print(f"retried after OUT_OF_MEMORY (oom_retry): {name}", file=err)
-        for why in done.retry_refused:
-            print(f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}", file=err)
-        for why in (*done.unvouched, *done.unanswered):  # a box's words: one line, no escapes
-            print(safetext.plain_line(f"warning: {why}"), file=err)
+        notes = [f"retried after OUT_OF_MEMORY (oom_retry): {name}" for name in done.retried]
+        notes += [
+            f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}"
+            for why in done.retry_refused
+        ]
+        # A box's words: one line, no escapes.
+        notes += [
+            safetext.plain_line(f"warning: {why}") for why in (*done.unvouched, *done.unanswered)
+        ]
+        if live is not None and live.on:
+            for line in notes:
+                live.note(line)
+            stages = progress.of(ledger_mod.read(root).jobs, watched)
+            live.show([*progress.lines(stages, time.monotonic() - began), summary])
+            return
+        print(summary, file=err, flush=True)
+        for line in notes:
+            print(line, file=err)
 
     if args.interval is not None and not args.watch:
         raise UsageError(
