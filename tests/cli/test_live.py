@@ -86,3 +86,27 @@ def test_watch_on_a_terminal_shows_the_stage_lines(  # type: ignore[no-untyped-d
     assert re.match(r"smoke  4 done · 0 running · 0 pending · 0 failed · \d+s\n", last), shown
     assert last.splitlines()[-1].endswith(", 0 job(s) unfinished")
     assert shown.count("\x1b[J") == len(rounds)  # each later round rewrote the lines in place
+
+
+def test_new_and_update_show_their_steps_on_a_terminal_only(  # type: ignore[no-untyped-def]
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert cli.main(["update", "--dry-run"]) == 0
+    steps = re.findall(r"campaign update: ([^…\n]+) …", tty.getvalue())
+    assert [s.split(" ")[0] for s in steps] == ["reading", "copier", "re-rendering"], steps
+    assert tty.getvalue().endswith("\x1b[J")  # the last step cleared once done
+    monkeypatch.chdir(tmp_path)
+    tty.truncate(0)
+    tty.seek(0)
+    assert cli.main(["new", "fresh", "--defaults"]) == 0
+    assert re.findall(r"campaign new: ([^…\n]+) …", tty.getvalue()) == [
+        "rendering the template with copier",
+        "git init and the first commit",
+    ]
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    assert cli.main(["new", "other", "--defaults"]) == 0
+    assert "campaign new:" not in pipe.getvalue()
+    capsys.readouterr()

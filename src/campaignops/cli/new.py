@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from campaignops import layout
+from campaignops.cli.live import Live
 from campaignops.errors import UsageError
 
 
@@ -35,13 +36,16 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return reply or default
 
     answers = scaffold.resolve_answers(directory=directory, given=given, ask=ask)
+    live = Live(err)  # each step on a terminal, cleared once done; nothing in a log
     made = scaffold.generate(
         directory=directory,
         answers=answers,
         engine=args.engine,
         template=args.template,
         vcs_ref=args.vcs_ref,
+        step=lambda text: live.show([f"campaign new: {text} …"]),
     )
+    live.show([])
     shown = os.path.relpath(made.path, Path.cwd())
     if shown.startswith(".."):
         shown = str(made.path)
