@@ -12,6 +12,11 @@ ruff format --check src tests bench dev
 mypy
 # The import rules (pyproject.toml [tool.importlinter], docs/architecture.md "Import rules").
 lint-imports
+# The user guide (mkdocs.yml, docs/): built with --strict, so a link to a missing page fails;
+# the built-in theme needs no network. The site goes to a scratch directory, removed after.
+docs_site="$(mktemp -d)"
+mkdocs build --strict --quiet --site-dir "$docs_site"
+rm -rf "$docs_site"
 # As root, the Debian packages of the test Slurm cluster (slurmctld, slurmd, slurmdbd, MariaDB,
 # munge) up front; tests/runner/conftest.py starts the cluster for the session and stops it.
 # Under CI=true the Slurm tests must run: the fixture fails instead of skipping.

@@ -81,7 +81,6 @@ def test_the_template_default_pins_this_version() -> None:
         ("https://github.com/org/campaignops.git@v9.9.9", "git+https://github.com/org/campaignops.git@v9.9.9"),
         ("git+https://github.com/org/campaignops.git@abc123", "git+https://github.com/org/campaignops.git@abc123"),
         ("ssh://git@github.com/org/campaignops.git@v1", "git+ssh://git@github.com/org/campaignops.git@v1"),
-        ("/srv/mirror@v1", "git+file://localhost/srv/mirror@v1"),
     ],
 )  # fmt: skip
 def test_from_source(source: str, wanted: str) -> None:
@@ -104,6 +103,48 @@ def test_from_source(source: str, wanted: str) -> None:
 def test_from_source_refusals(source: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         install_source.from_source(source)
+
+
+def _repository(where: Path) -> str:
+    """A git repository at ``where`` with one commit, tagged v1; its commit."""
+    where.mkdir()
+    ident = ["-c", "user.name=T", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], [*ident, "commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(where), "tag", "v1"], check=True, capture_output=True)
+    head = subprocess.run(
+        ["git", "-C", str(where), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    )
+    return head.stdout.strip()
+
+
+def test_a_local_source_is_a_repository_that_has_the_ref(tmp_path: Path) -> None:
+    """A path on this machine is checked before anything is rendered (issue 20): pip would
+    fail on a path with no repository or a REF it lacks, in CI and everywhere else."""
+    head = _repository(tmp_path / "mirror")
+    url = f"file://localhost{tmp_path.as_posix()}/mirror"
+    for ref in ("v1", head, head[:12]):
+        wanted = f"campaignops @ git+{url}@{ref}"
+        assert install_source.from_source(f"{tmp_path}/mirror@{ref}") == wanted
+    with pytest.raises(UsageError, match="has no tag or commit 'v2'") as refused:
+        install_source.from_source(f"{tmp_path}/mirror@v2")
+    assert f"git -C {tmp_path}/mirror rev-parse HEAD" in str(refused.value.hint)
+    (tmp_path / "plain").mkdir()
+    for path in (tmp_path / "plain", tmp_path / "nowhere"):
+        with pytest.raises(UsageError, match=f"{path} is no git repository"):
+            install_source.from_source(f"{path}@{head}")
+
+
+def test_campaign_new_refuses_an_unresolvable_local_source_before_rendering(  # type: ignore[no-untyped-def]
+    tmp_path: Path, run, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _repository(tmp_path / "mirror")
+    result = run("new", "camp", "--defaults", "--source", f"{tmp_path}/mirror@v9.9.9")
+    assert result.code == 2 and "has no tag or commit 'v9.9.9'" in result.err
+    assert not (tmp_path / "camp").exists()
+    made = run("new", "camp", "--defaults", "--source", f"{tmp_path}/mirror@v1")
+    assert made.code == 0 and "a path on this machine: CI on another machine" in made.out
 
 
 class _Dist:
@@ -189,6 +230,8 @@ def test_campaign_new_refuses_a_source_without_a_ref(tmp_path: Path, run, monkey
     assert result.code == 2 and "names no tag or commit" in result.err, result.err
     assert "--source https://example.org/c.git@COMMIT" in result.err
     assert not (tmp_path / "camp").exists()
+    made = run("new", "camp", "--defaults", "--source", f"{tmp_path}/mirror@v1")
+    assert made.code == 0 and "a path on this machine: CI on another machine" in made.out
 
 
 def test_campaign_new_records_the_source(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -244,6 +287,8 @@ def test_campaign_new_refuses_two_sources(tmp_path: Path, run, monkeypatch) -> N
     )
     assert result.code == 2 and "--source and --data campaignops_requirement=" in result.err
     assert not (tmp_path / "camp").exists()
+    made = run("new", "camp", "--defaults", "--source", f"{tmp_path}/mirror@v1")
+    assert made.code == 0 and "a path on this machine: CI on another machine" in made.out
 
 
 def test_campaign_new_refuses_a_bad_requirement(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -254,6 +299,8 @@ def test_campaign_new_refuses_a_bad_requirement(tmp_path: Path, run, monkeypatch
     assert result.code == 2
     assert "campaignops_requirement must pin campaignops" in result.err
     assert not (tmp_path / "camp").exists()
+    made = run("new", "camp", "--defaults", "--source", f"{tmp_path}/mirror@v1")
+    assert made.code == 0 and "a path on this machine: CI on another machine" in made.out
 
 
 def test_campaign_new_without_the_engine_names_the_extra(tmp_path: Path, run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -269,6 +316,8 @@ def test_campaign_new_without_the_engine_names_the_extra(tmp_path: Path, run, mo
     assert "campaign new needs copier" in result.err
     assert "pip install 'campaignops[new]'" in result.err
     assert not (tmp_path / "camp").exists()
+    made = run("new", "camp", "--defaults", "--source", f"{tmp_path}/mirror@v1")
+    assert made.code == 0 and "a path on this machine: CI on another machine" in made.out
 
 
 # A ref to campaignops as the docs write one: a hook's `rev: vX.Y.Z`, a URL's `@vX.Y.Z`.

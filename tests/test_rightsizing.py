@@ -214,6 +214,32 @@ def test_requests_that_fit_get_no_recommendation() -> None:
     assert audit({KEY: group}, {KEY: Request(mem="5G")}).recommendations == ()
 
 
+def test_a_request_that_fits_is_kept_with_its_evidence_beside_the_other_row() -> None:
+    """Issue 20: a group with a mem row showed no time row when its time stayed; the kept
+    resource now says why it stays. A group whose requests all fit still shows none."""
+    # A cut of mem (4.1G of 16G); the time used 600 s of 00:15:00 (67 %, over 60 %): it fits.
+    group = _group(_array(*_used("4.1G", "4G", "4G", run=600)))
+    report = audit({KEY: group}, {KEY: Request(mem="16G", time="00:15:00")})
+    assert [(r.resource, r.recommended) for r in report.recommendations] == [
+        ("mem", "7G"),
+        ("time", None),
+    ]
+    assert report.recommendations[1].evidence == (
+        "longest run 00:10:02 over 3 tasks (67 % of 00:15:00): the request fits"
+    )
+    # No MaxRSS (a local backend): mem too few to judge; the time is at the floor already.
+    group = _group(_array(*_used("0", "0", "0", run=1)))
+    report = audit({KEY: group}, {KEY: Request(mem="1G", time="00:10:00")})
+    assert [(r.resource, r.recommended) for r in report.recommendations] == [
+        ("mem", None),
+        ("time", None),
+    ]
+    assert report.recommendations[1].evidence == (
+        "longest run 00:00:03 over 3 tasks (<1 % of 00:10:00); with +50 % headroom and the "
+        "00:10:00 floor, no shorter limit: the request fits"
+    )
+
+
 def test_too_few_completed_tasks_recommend_nothing_and_say_so() -> None:
     # Two completed tasks with a MaxRSS (a third has none: "0"), and one failure: no mem advice.
     # Three completed runs are enough for time.

@@ -212,6 +212,7 @@ def test_a_declared_output_is_copied_through_a_private_list(tmp_path: Path) -> N
         (stage / "runs/smoke/a").write_bytes(b"x")
         return type("Done", (), {"returncode": 0, "stderr": ""})()
 
+    steps: list[str] = []
     pulled = release.run_pull(
         tmp_path,
         job=None,
@@ -219,8 +220,15 @@ def test_a_declared_output_is_copied_through_a_private_list(tmp_path: Path) -> N
         now=WHEN,
         call=lambda box, command: sshlink.Answer(0, answer, "", 1),
         run=run,
+        step=steps.append,
     )
     assert [c.verdict for c in pulled.cells] == [pull.VERIFIED], pulled.cells
+    # What a terminal shows as it goes (campaign pull): the call, the transfer, the check.
+    assert steps == [
+        "box1: asking for the finished outputs",
+        f"box1: copying 1 file(s), 1 B, from /w/camp/{COMMIT}",
+        "verifying 1 cell(s)",
+    ]
     assert seen["stdin"] == "runs/smoke/a\0" and "--files-from=-" in seen["argv"]
     assert "-a" not in seen["argv"] and "--no-links" in seen["argv"]
     assert seen["argv"][-1].startswith(str(tmp_path / ".campaign/ssh/.pull/box1"))

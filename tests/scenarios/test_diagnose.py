@@ -69,6 +69,15 @@ def test_a_gpu_oom_is_diagnosed_trips_the_breaker_and_a_fix_resets_it(life: Life
 
     told = life.run("diagnose", first, "--today", "2026-11-21")
     assert told.code == 0, told.err
+    # The target names the same task without its job id (the user guide's way).
+    by_target = life.run(
+        "diagnose", "--target", "train", "--stage", "smoke", "--today", "2026-11-21"
+    )
+    assert by_target.code == 0 and by_target.out == told.out, by_target.err
+    for wrong in (("--target", "nope"), ("--target", "train", "--stage", "production")):
+        refused = life.run("diagnose", *wrong)
+        assert refused.code == 2 and "no submitted job in the ledger ran target" in refused.err
+    assert life.run("diagnose", first, "--stage", "smoke").code == 2  # --stage needs --target
     assert "entry     cuda-oom (oom-gpu)" in told.out
     assert "fix       " in told.out and "micro-batch" in told.out
     assert "retry     after-fix" in told.out

@@ -137,6 +137,9 @@ class Kind:
     task_ref: Callable[[str], tuple[str, int] | None] = _no_task_ref
     # diagnose: the failure category its own words give (a pending reason, a server exit code).
     verdict_category: Callable[[int | None, str | None], str | None] = _no_category
+    # Whether this checkout holds a job of its own (its state is here), for a backend whose jobs
+    # only the submitting machine can see (None: any clone can ask the backend about any job).
+    ran_here: Callable[[Path, str], bool] | None = None
     # STATUS.md: what to add after a cell's job id (where it ran, what it cost), or None.
     cell_note: Callable[[Job, str, Mapping[str, Any] | None], str | None] = _no_note
 

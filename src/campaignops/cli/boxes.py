@@ -8,6 +8,7 @@ import json
 from typing import TextIO
 
 from campaignops.cli.jobs import campaign_root
+from campaignops.cli.live import Live
 from campaignops.core import safetext
 
 
@@ -18,7 +19,15 @@ def _now() -> dt.datetime:
 def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.backends.ssh import pull, release
 
-    pulled = release.run_pull(campaign_root(), job=args.job, verify=args.verify, now=_now())
+    live = Live(err)  # each call and transfer on a terminal, cleared once done; nothing in a log
+    pulled = release.run_pull(
+        campaign_root(),
+        job=args.job,
+        verify=args.verify,
+        now=_now(),
+        step=lambda text: live.show([f"campaign pull: {text} …"]),
+    )
+    live.show([])
     cells = pulled.cells
     if args.format == "json":
         doc = {

@@ -12,7 +12,7 @@ from campaignops.core import layout
 from campaignops.core.errors import UsageError
 from campaignops.learn.diagnosis import report
 from campaignops.learn.diagnosis.verdicts import Evidence
-from campaignops.model import catalog
+from campaignops.model import catalog, ledger
 
 
 def _root(required: bool) -> Path | None:
@@ -51,24 +51,37 @@ _LOG_ONLY = ("state", "exit_code", "reason", "backend", "kind")
 
 
 def _diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if (args.job is None) == (args.log is None):
+    named = [args.job, args.target, args.log]
+    if sum(x is not None for x in named) != 1:
         raise UsageError(
-            message="name one task (JOB or JOB_INDEX) or one log (--log FILE)",
-            hint="campaign diagnose 4242_3, or campaign diagnose --log logs/x-4242_3.out",
+            message="name one task (JOB, JOB_INDEX or --target ID) or one log (--log FILE)",
+            hint="campaign diagnose 4242_3, campaign diagnose --target lr0.1_s1, or campaign "
+            "diagnose --log logs/x-4242_3.out",
         )
+    if args.stage is not None and args.target is None:
+        raise UsageError(
+            message="--stage goes with --target: a job id names its stage already",
+            hint="campaign diagnose --target ID --stage smoke",
+        )
+    recorded = args.log is None
     given = [f"--{k.replace('_', '-')}" for k in _LOG_ONLY if getattr(args, k) is not None]
-    if args.job is not None and given:
+    if recorded and given:
         raise UsageError(
             message=f"{', '.join(given)} only go with --log: a recorded task's verdict and "
             "backend come from the ledger",
-            hint=f"campaign diagnose {args.job}",
+            hint=f"campaign diagnose {args.job or '--target ' + args.target}",
         )
-    root = _root(required=args.job is not None)
+    root = _root(required=recorded)
     cat = _catalog(args, root)
     today = _today(args.today)
     if args.job is not None:
         assert root is not None
         found = report.of_job(root=root, ref=args.job, catalog=cat, today=today)
+    elif args.target is not None:
+        assert root is not None
+        found = report.of_target(
+            root=root, target=args.target, stage=args.stage, catalog=cat, today=today
+        )
     else:
         evidence = Evidence(state=args.state, exit_code=args.exit_code, reason=args.reason)
         found = report.of_log(
@@ -105,6 +118,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="JOB[_TASK]",
         help="a job id as campaign status shows it (an array task: 4242_3, PBS 4242[3].server) "
         "or a ledger id",
+    )
+    dgn.add_argument(
+        "--target",
+        metavar="ID",
+        help="instead of JOB: this target's task in the last job that ran it",
+    )
+    dgn.add_argument(
+        "--stage",
+        choices=ledger.STAGES,
+        help="with --target: the last job of this stage",
     )
     dgn.add_argument("--log", metavar="FILE", help="diagnose this log file instead")
     dgn.add_argument(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
@@ -111,29 +112,45 @@ def aligned(markdown: str) -> list[str]:
 def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import json as json_mod
 
+    from campaignops.cli.live import Live
     from campaignops.core.files import FileReader
     from campaignops.model import ledger as ledger_mod
-    from campaignops.runner import status
+    from campaignops.runner import elsewhere, progress, status
     from campaignops.views import render as views
 
     root = campaign_root()
+    # On a terminal, --watch keeps one live line per stage (runner/progress.py) and the round's
+    # summary under them; elsewhere (a log, a pipe) each round prints its summary line.
+    live = Live(err) if args.watch else None
+    watched = {j.ledger_id for j in status.still_open(root)} if live and live.on else set()
+    began = time.monotonic()
 
     def report(done: status.Refresh, left: int | None = None) -> None:
-        print(
+        summary = (
             f"refreshed: {done.queries} scheduler call(s), {len(done.changed)} change(s)"
             + (f", {len(done.reconciled)} lost result(s) found" if done.reconciled else "")
             + (f", {len(done.ruled_out)} never queued" if done.ruled_out else "")
             + (f", {done.retry_waiting} OOM retry(s) waiting" if done.retry_waiting else "")
-            + ("" if left is None else f", {left} job(s) unfinished"),
-            file=err,
-            flush=True,
+            + ("" if left is None else f", {left} job(s) unfinished")
         )
-        for name in done.retried:
-            print(f"retried after OUT_OF_MEMORY (oom_retry): {name}", file=err)
-        for why in done.retry_refused:
-            print(f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}", file=err)
-        for why in (*done.unvouched, *done.unanswered):  # a box's words: one line, no escapes
-            print(safetext.plain_line(f"warning: {why}"), file=err)
+        notes = [f"retried after OUT_OF_MEMORY (oom_retry): {name}" for name in done.retried]
+        notes += [
+            f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}"
+            for why in done.retry_refused
+        ]
+        # A box's words: one line, no escapes.
+        notes += [
+            safetext.plain_line(f"warning: {why}") for why in (*done.unvouched, *done.unanswered)
+        ]
+        if live is not None and live.on:
+            for line in notes:
+                live.note(line)
+            stages = progress.of(ledger_mod.read(root).jobs, watched)
+            live.show([*progress.lines(stages, time.monotonic() - began), summary])
+            return
+        print(summary, file=err, flush=True)
+        for line in notes:
+            print(line, file=err)
 
     if args.interval is not None and not args.watch:
         raise UsageError(
@@ -157,8 +174,17 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.format == "markdown":
         print(sources.render("stages") + "\n\n" + sources.render("jobs"), file=out)
         return 0
-    for line in aligned(sources.render("jobs")):
+    away = elsewhere.of(root, sources.ledger().jobs)
+    shown = {j.ledger_id: elsewhere.ELSEWHERE for j in away}
+    here = views.escape_surrogates(views.render_jobs(sources, shown))
+    for line in aligned(here):
         print(safetext.plain_line(line), file=out)  # reasons quote schedulers' and boxes' text
+    if away:
+        print(
+            f"{len(away)} job(s) {elsewhere.ELSEWHERE}: submitted from another clone to its "
+            f"machine's local backend; their state is there ({elsewhere.THERE})",
+            file=err,
+        )
     from campaignops.backends import spending
 
     spent = spending.read_summary(root, datetime.now(timezone.utc), jobs=sources.ledger().jobs)
@@ -279,8 +305,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="show the campaign's jobs; --refresh asks each backend once",
         description="Show the jobs recorded in the ledger. With --refresh, one batched query per "
         "backend updates every unfinished job (state changes go to the ledger) and STATUS.md is "
-        "re-rendered. --watch repeats that at most once a minute until every job has finished; "
-        "there is no faster loop.",
+        "re-rendered. --watch repeats that at most once a minute until every job has finished "
+        "(every 2 s while only local jobs, whose state is files here, are unfinished); there is "
+        "no faster loop of a scheduler.",
     )
     sts.add_argument(
         "--refresh",

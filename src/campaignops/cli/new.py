@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from campaignops.cli.live import Live
 from campaignops.core import layout
 from campaignops.core.errors import UsageError
 
@@ -35,13 +36,16 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return reply or default
 
     answers = scaffold.resolve_answers(directory=directory, given=given, ask=ask)
+    live = Live(err)  # each step on a terminal, cleared once done; nothing in a log
     made = scaffold.generate(
         directory=directory,
         answers=answers,
         engine=args.engine,
         template=args.template,
         vcs_ref=args.vcs_ref,
+        step=lambda text: live.show([f"campaign new: {text} …"]),
     )
+    live.show([])
     shown = os.path.relpath(made.path, Path.cwd())
     if shown.startswith(".."):
         shown = str(made.path)
@@ -50,6 +54,8 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"CI installs: {recorded}", file=out)
     if recorded.startswith("campaignops=="):
         print(FROM_INDEX_NOTE.format(requirement=recorded), file=out)
+    elif "git+file:" in recorded:
+        print(ON_THIS_MACHINE_NOTE, file=out)
     print(HOOK_NOTE, file=out)
     pushed = made.answers["require_pushed"] == "yes"
     print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
@@ -80,6 +86,12 @@ FROM_INDEX_NOTE = (
     "note: CI will pip-install {requirement} from the package index, and fail if that version "
     "is not published there; to install from a repository CI can reach instead, make the "
     "campaign with --source URL@COMMIT (or edit CAMPAIGNOPS_REQUIREMENT in the CI files)."
+)
+# A path checked here (install_source) exists on this machine only.
+ON_THIS_MACHINE_NOTE = (
+    "note: that repository is a path on this machine: CI on another machine (GitHub, GitLab) "
+    "cannot reach it; for a shared CI, make the campaign with --source URL@COMMIT of a "
+    "repository it can reach (or edit CAMPAIGNOPS_REQUIREMENT in the CI files)."
 )
 # The campaign-check hook is `language: system` (docs/decisions.md, 131): it needs no index.
 HOOK_NOTE = (

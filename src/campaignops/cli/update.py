@@ -6,6 +6,7 @@ import argparse
 from typing import TextIO
 
 from campaignops.cli.jobs import campaign_root
+from campaignops.cli.live import Live
 from campaignops.core import safetext
 
 
@@ -13,7 +14,10 @@ def _update(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.generate import update
 
     root = campaign_root()
-    done = update.run(root, to=args.to, dry_run=args.dry_run)
+    live = Live(err)  # each step on a terminal, cleared once done; nothing in a log
+    step = lambda text: live.show([f"campaign update: {text} …"])  # noqa: E731
+    done = update.run(root, to=args.to, dry_run=args.dry_run, step=step)
+    live.show([])
     would = "would update" if done.dry_run else "updated"
     if done.old == done.new and not done.changed:
         print(f"Already at template {done.old} ({done.source}): nothing to update.", file=out)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from campaignops import __version__
 from campaignops.core.errors import UsageError
@@ -70,7 +72,43 @@ def from_source(source: str) -> str:
         raise UsageError(
             message=NO_REF.format(source=source), hint=NO_REF_HINT.format(url=text.rstrip("@"))
         )
-    return check(f"{NAME} @ git+{url}@{ref}", given=f"--source {source!r}")
+    requirement = check(f"{NAME} @ git+{url}@{ref}", given=f"--source {source!r}")
+    if scheme == "file":
+        _resolvable(Path(unquote(urlsplit(url).path)), ref, source=source)
+    return requirement
+
+
+# A source on this machine is checked before anything is rendered: a path that holds no git
+# repository, or a REF it does not have, is what CI's (and anyone's) pip install fails on.
+NOT_A_REPOSITORY = "--source {source!r}: {path} is no git repository ({why})"
+NO_SUCH_REF = "--source {source!r}: {path} has no tag or commit {ref!r}"
+LOCAL_HINT = (
+    "name a commit or tag it has: git -C {path} rev-parse HEAD (its current commit), "
+    "git -C {path} tag --list (its tags)"
+)
+
+
+def _resolvable(path: Path, ref: str, *, source: str) -> None:
+    """Refuse (UsageError, exit 2) a local repository ``path`` that does not resolve ``ref``."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(
+                ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None  # no git to ask: campaign new itself stops at its git init
+
+    hint = LOCAL_HINT.format(path=shlex.quote(str(path)))
+    inside = git("rev-parse", "--git-dir")
+    if inside is not None and inside.returncode != 0:
+        why = (inside.stderr.strip().splitlines() or ["git rev-parse failed"])[-1]
+        raise UsageError(
+            message=NOT_A_REPOSITORY.format(source=source, path=path, why=why), hint=hint
+        )
+    found = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if found is not None and found.returncode != 0:
+        raise UsageError(message=NO_SUCH_REF.format(source=source, path=path, ref=ref), hint=hint)
 
 
 def local_url(path: Path) -> str:
@@ -117,7 +155,6 @@ def _checkout(path: Path) -> str | None:
     """An editable install from a git checkout of a shared repository (a clone of GitHub's, say):
     that repository at the checkout's commit, which CI can fetch once it is pushed. None for a
     checkout without a shared ``origin`` (CI could not reach it)."""
-    import subprocess
 
     def git(*args: str) -> str | None:
         try:

@@ -193,11 +193,13 @@ def generate(
     engine: str = "copier",
     template: str | None = None,
     vcs_ref: str | None = None,
+    step: Callable[[str], None] = lambda _: None,
 ) -> Generated:
     """Render the campaign into ``directory`` (which must not exist or be empty) and commit it.
 
     With copier, from ``template`` (a git URL or repository, at ``vcs_ref`` or its latest tag)
-    or the packaged template's cache repository, so `campaign update` can follow it."""
+    or the packaged template's cache repository, so `campaign update` can follow it. ``step``
+    is told each step as it starts (the CLI shows it on a terminal)."""
     if engine not in RENDERERS:
         raise UsageError(message=f"unknown engine {engine!r}", hint="use copier or cookiecutter")
     require_engine(engine)
@@ -223,6 +225,7 @@ def generate(
         ) from None
     if directory.is_dir():
         directory.rmdir()  # cookiecutter refuses an existing output directory
+    step(f"rendering the template with {engine}")
     try:
         if engine == "copier":
             _render_copier_versioned(template, vcs_ref, directory, answers)
@@ -235,6 +238,7 @@ def generate(
             message=f"{engine} could not render the template: {_one_line(exc)}",
             hint="run again with the other --engine, and report this as a bug",
         ) from exc
+    step("git init and the first commit")
     commit = _first_commit(directory, answers)
     return Generated(path=directory, engine=engine, commit=commit, answers=dict(answers))
 

@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,8 +187,15 @@ def _changed(work: Path) -> tuple[tuple[str, str], ...]:
     return tuple(rows)
 
 
-def run(root: Path, *, to: str | None = None, dry_run: bool = False) -> Outcome:
-    """Update the campaign at ``root``; see the module docstring."""
+def run(
+    root: Path,
+    *,
+    to: str | None = None,
+    dry_run: bool = False,
+    step: Callable[[str], None] = lambda _: None,
+) -> Outcome:
+    """Update the campaign at ``root``; see the module docstring. ``step`` is told each step
+    as it starts (the CLI shows it on a terminal)."""
     recorded = answers(root)
     dirty = _dirty(root)
     if dirty:
@@ -199,10 +206,16 @@ def run(root: Path, *, to: str | None = None, dry_run: bool = False) -> Outcome:
             "and commit, and must not mix with your own edits",
         )
     src, old = str(recorded["_src_path"]), str(recorded["_commit"])
+    step(f"reading the template source {src} (this campaign is at {old})")
     _require_old_ref(src, old)
     target = _target(src, to)
     with _workspace(root, dry_run) as work:
+        step(
+            f"copier update to {target or 'the latest tag'}"
+            + (" in a scratch clone" if dry_run else "")
+        )
         _copier_update(work, target)
+        step("re-rendering the views")
         rendered: tuple[str, ...] = ()
         problem = None
         try:

@@ -25,10 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from campaignops.core.units import KIB, show_size
 from campaignops.model import walltime
 from campaignops.model.ledger import Job, parse_time
 
 MIN_TASKS = 3
+FITS = "the request fits"  # how a kept request that needs no change ends its evidence
 HEADROOM = 1.5
 RAISE = 1.5
 MEM_USED_BELOW = 0.70  # Princeton jobstats MIN_MEMORY_USAGE
@@ -49,7 +51,6 @@ _FINAL = frozenset(
     {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
 )
 
-_KIB = {"": 1.0, "K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3, "P": 1024.0**4}
 _SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,9})?)([KMGTP]?)(I?B)?([NC]?)")
 
 
@@ -67,19 +68,11 @@ def size_kib(text: object, *, bare: str = "K", cpus: int | None = None) -> float
         return None
     number, unit, byte, per = match.groups()
     # "512B" is bytes; a number alone is in the ``bare`` unit.
-    scale = _KIB[unit] if unit else (1 / 1024 if byte else _KIB[bare.upper()])
+    scale = KIB[unit] if unit else (1 / 1024 if byte else KIB[bare.upper()])
     value = float(number) * scale
     if per == "C":
         value *= cpus if cpus and cpus > 0 else 1
     return value if value > 0 and math.isfinite(value) else None
-
-
-def show_size(kib: float) -> str:
-    """``52.7M``, ``4.1G``, ``16G``: the largest binary unit it reaches, one decimal at most."""
-    for unit in ("P", "T", "G", "M"):
-        if kib >= _KIB[unit]:
-            return f"{kib / _KIB[unit]:.1f}".removesuffix(".0") + unit
-    return f"{kib:.0f}K"
 
 
 def clean_size(kib: float) -> tuple[float, str]:
@@ -92,7 +85,7 @@ def clean_size(kib: float) -> tuple[float, str]:
     gib = mib / 1024
     step = 1 if gib <= 30 else 5 if gib <= 100 else 10 if gib <= 1000 else 100
     whole = math.ceil(gib / step) * step
-    return whole * _KIB["G"], f"{whole}G"
+    return whole * KIB["G"], f"{whole}G"
 
 
 def clean_time(seconds: float) -> int:
@@ -219,6 +212,13 @@ def _share(part: float, whole: float) -> str:
     return "<1 %" if 0 < share < 1 else f"{share:.0f} %"
 
 
+_HEADROOM = f"+{100 * (HEADROOM - 1):.0f} % headroom"
+
+
+def _fits(r: Recommendation) -> bool:
+    return r.recommended is None and r.evidence.endswith(FITS)
+
+
 def _tasks(n: int) -> str:
     return f"{n} task" + ("" if n == 1 else "s")
 
@@ -270,19 +270,21 @@ def _memory(
             peak,
             current,
         )
-    if peak is None or current_kib is None or peak >= MEM_USED_BELOW * current_kib:
+    if peak is None or current_kib is None:
         return None, peak, current
+    used = (
+        f"max RSS {show_size(peak)} over {_tasks(len(done))} "
+        f"({_share(peak, current_kib)} of {show_size(current_kib)})"
+    )
+    if peak >= MEM_USED_BELOW * current_kib:
+        return rec(None, f"{used}: {FITS}"), peak, current
     target_kib, target = clean_size(HEADROOM * peak)
     floored = floor_kib > target_kib
     if floored:
         target_kib, target = floor_kib, floor_text
     if target_kib >= current_kib:
-        return None, peak, current
-    evidence = (
-        f"max RSS {show_size(peak)} over {_tasks(len(done))} "
-        f"({_share(peak, current_kib)} of {show_size(current_kib)}), "
-        f"+{100 * (HEADROOM - 1):.0f} % headroom"
-    )
+        return rec(None, f"{used}; with {_HEADROOM}, no smaller request: {FITS}"), peak, current
+    evidence = f"{used}, {_HEADROOM}"
     if floored:
         evidence += f", not below ×{RAISE:g} a request that ran out of memory"
     return rec(target, evidence), peak, current
@@ -329,16 +331,17 @@ def _time(
             f"(needs {MIN_TASKS})",
         )
     longest_run = max(runs)
+    used = (
+        f"longest run {show_time(round(longest_run))} over {_tasks(len(runs))} "
+        f"({_share(longest_run, limit)} of {show_time(limit)})"
+    )
     if longest_run >= TIME_USED_BELOW * limit:
-        return None
+        return rec(None, f"{used}: {FITS}")
     target = max(clean_time(HEADROOM * longest_run), floor)
     if target >= limit:
-        return None
-    evidence = (
-        f"longest run {show_time(round(longest_run))} over {_tasks(len(runs))} "
-        f"({_share(longest_run, limit)} of {show_time(limit)}), "
-        f"+{100 * (HEADROOM - 1):.0f} % headroom"
-    )
+        least = f" and the {show_time(TIME_FLOOR_S)} floor" if target == TIME_FLOOR_S else ""
+        return rec(None, f"{used}; with {_HEADROOM}{least}, no shorter limit: {FITS}")
+    evidence = f"{used}, {_HEADROOM}"
     if target > clean_time(HEADROOM * longest_run):
         evidence += f", not below ×{RAISE:g} a run that hit the limit"
     elif target == TIME_FLOOR_S and HEADROOM * longest_run < TIME_FLOOR_S:
@@ -361,7 +364,10 @@ def audit(
         ask = requests.get(key, Request())
         mem, peak, mem_request = _memory(manifest, stage, group, ask)
         time = _time(manifest, stage, group, ask)
-        recs.extend(r for r in (mem, time) if r is not None)
+        # A request that fits shows as kept only beside a row of the same group (a change, or
+        # too few tasks to judge): a group whose requests all fit shows none.
+        rows = [r for r in (mem, time) if r is not None]
+        recs.extend(() if all(_fits(r) for r in rows) else rows)
         failures: dict[str, int] = {}
         for s in group:
             if s.failure is not None:

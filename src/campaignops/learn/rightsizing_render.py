@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from campaignops.learn.rightsizing import Audit, Recommendation, Spread, StageReport, show_size
+from campaignops.core.units import show_size
+from campaignops.learn.rightsizing import Audit, Recommendation, Spread, StageReport
 from campaignops.views.render import duration
 
 NONE = "—"

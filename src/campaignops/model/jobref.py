@@ -70,3 +70,25 @@ def resolve(
             hint=f"array indices run from 0 to {count - 1}",
         )
     return job, index
+
+
+def of_target(
+    history: ledger.Ledger, target: str, stage: str | None = None
+) -> tuple[ledger.Job, int | None]:
+    """The last job that ran ``target`` (at ``stage`` when given) and the array index of its task
+    (None: a job of one task). A guide or a script names a target, never a job id it cannot know
+    in advance. None ran: UsageError (exit 2)."""
+    ran = [
+        j
+        for j in history.jobs
+        if j.job_id is not None and target in j.targets and stage in (None, j.stage)
+    ]
+    if not ran:
+        at = f" at stage {stage}" if stage else ""
+        raise UsageError(
+            message=f"no submitted job in the ledger ran target {target!r}{at}",
+            hint="campaign status shows each target's outcome per stage; pass a job id "
+            "(JOB_INDEX for one array task) or a target that ran",
+        )
+    job = ran[-1]
+    return job, (job.targets.index(target) if len(job.targets) > 1 else None)

@@ -19,6 +19,7 @@ from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
+from campaignops.runner.elsewhere import THERE
 from campaignops.runner.gitfacts import RepoFacts
 from campaignops.runner.request import Request as Request  # re-exported: submit, tests
 from campaignops.runner.verdict import Verdict as Verdict  # re-exported: submit, cli
@@ -196,12 +197,16 @@ def no_sibling(
     jobs: Iterable[Job],
     unasked: str | None = None,
     job_of: Callable[[str], str] = str,
+    elsewhere: Iterable[Job] = (),
 ) -> Verdict:
     """No task of the same target is queued or running, at any stage, in any array: two runs
     of one target write the same outputs. ``active`` is the one scheduler query's answer (live
     jobs with their live tasks; None: the scheduler could not be asked, ``unasked`` says why);
     a submission whose outcome is unknown counts as live. ``job_of``: the backend's job of an
-    id (an array task's id, the array's), so a live task finds its recorded job."""
+    id (an array task's id, the array's), so a live task finds its recorded job. ``elsewhere``:
+    unfinished local jobs another clone ran (runner.elsewhere), which no query here can see:
+    named when they hold a wanted target, not counted (their end is recorded there, and would
+    never come here)."""
     gate = "no_sibling"
     if active is None:
         why = unasked or "the scheduler was not asked"
@@ -221,7 +226,18 @@ def no_sibling(
     unknown = [j for j in jobs if _unresolved(j) and wanted & set(j.targets)]
     if unknown:
         clashes += [f"ledger {j.ledger_id} (outcome unknown)" for j in unknown]
+    away = [
+        f"{j.job_id} ({_listed(wanted & set(j.targets))})"
+        for j in elsewhere
+        if wanted & set(j.targets)
+    ]
     if not clashes:
+        if away:
+            return _ok(
+                gate,
+                "no task of these targets is queued or running here; not asked, submitted from "
+                f"another clone to its machine's local backend: {_listed(away)} ({THERE})",
+            )
         return _ok(gate, "no task of these targets is queued or running")
     hint = (
         "run campaign status --refresh: it finds what became of a submission whose outcome "
@@ -310,9 +326,11 @@ def evaluate(
     active: Sequence[JobState] | None,
     fixes: Mapping[str, str] | None = None,
     unasked: str | None = None,
+    elsewhere: Sequence[Job] = (),
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first).
-    ``unasked``: why ``active`` is None (a dry run on a machine that cannot reach the backend)."""
+    ``unasked``: why ``active`` is None (a dry run on a machine that cannot reach the backend);
+    ``elsewhere``: other clones' unfinished local jobs (no_sibling)."""
     return (
         committed(repo, paths=request.paths, policy=policy),
         authorized(
@@ -323,7 +341,14 @@ def evaluate(
             queue=request.queue,
         ),
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
-        no_sibling(request, active=active, jobs=jobs, unasked=unasked, job_of=_job_of(page)),
+        no_sibling(
+            request,
+            active=active,
+            jobs=jobs,
+            unasked=unasked,
+            elsewhere=elsewhere,
+            job_of=_job_of(page),
+        ),
         breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes),
         budget(request, policy=policy, page=page, jobs=jobs),
     )

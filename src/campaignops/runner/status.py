@@ -8,7 +8,8 @@ ledger id) and its result recorded.
 
 `watch` repeats `refresh` until every job has finished, at least ``WATCH_MIN_S`` apart: a job
 rarely changes state faster than that, and a tighter loop is the squeue/sacct hammering that
-cluster admins ban (the seeds' "never a polling loop").
+cluster admins ban (the seeds' "never a polling loop"). Only local jobs, whose state is files on
+this machine, are looked at more often (runner/watchpace.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from campaignops.learn.diagnosis.tasks import Diagnosers
 from campaignops.model import ledger
 from campaignops.model import ledger_writer as lw
 from campaignops.model.jobspec import FINISHED, JobState
-from campaignops.runner import retry, submit, submitlock
+from campaignops.runner import elsewhere, retry, submit, submitlock, watchpace
 from campaignops.views import render as views
 
 Call = Callable[[Sequence[str]], scheduler.Call]
@@ -355,10 +356,13 @@ def _retry_oom(
     return tuple(submitted), len(waiting), tuple(refused)
 
 
-def unfinished(root: Path) -> int:
-    """How many recorded jobs may still change state (not refused, not ended; a submission
-    whose outcome is unknown counts until a refresh finds it or rules it out)."""
-    return sum(1 for j in ledger.read(root).jobs if is_open(j))
+def still_open(root: Path) -> list[ledger.Job]:
+    """The recorded jobs a refresh here may still see change state (not refused, not ended; a
+    submission whose outcome is unknown counts until a refresh finds it or rules it out); not
+    another clone's local jobs (runner.elsewhere), whose end is recorded where they ran."""
+    jobs = [j for j in ledger.read(root).jobs if is_open(j)]
+    away = {j.ledger_id for j in elsewhere.of(root, jobs)}
+    return [j for j in jobs if j.ledger_id not in away]
 
 
 def watch(
@@ -381,8 +385,9 @@ def watch(
     pause = sleep or _sleep
     while True:
         done = refresh(root=root, now=now, call=call)
-        left = unfinished(root) + done.retry_waiting
+        still = still_open(root)
+        left = len(still) + done.retry_waiting
         report(done, left)
         if not left:
             return done
-        pause(interval)
+        pause(watchpace.pause_s(root, still, interval))

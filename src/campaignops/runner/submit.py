@@ -28,7 +28,7 @@ from campaignops.model import catalog, ledger
 from campaignops.model import ledger_writer as lw
 from campaignops.model import policy as policy_mod
 from campaignops.model.manifest import targets as manifest_targets
-from campaignops.runner import dispatch, gates, gitfacts, inputs, named, plan
+from campaignops.runner import dispatch, elsewhere, gates, gitfacts, inputs, named, plan
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
@@ -268,6 +268,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     repo = gitfacts.repo_facts(root, paths)
     active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=dry_run)
     fixes = CatalogFixes(root)
+    away = elsewhere.of(root, history.jobs)
     planned: list[Planned] = []
     earlier = 0.0  # phases are judged together: the budget counts the ones before
     for job in jobs:
@@ -300,6 +301,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             active=active,
             fixes=fixes,
             unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",
+            elsewhere=away,
         )
         comment = f"{PREVIEW_LEDGER_ID} {repo.head or PREVIEW_COMMIT}"
         preview = dataclasses.replace(job.spec, comment=comment)

@@ -294,15 +294,19 @@ def _targets(targets: Sequence[str]) -> str:
     return f"{shown} (+{more} more)" if more > 0 else shown
 
 
-def render_jobs(src: Sources) -> str:
+def render_jobs(src: Sources, shown: Mapping[str, str] | None = None) -> str:
+    """The jobs table; ``shown`` replaces the state of the jobs it names (by ledger id) with what
+    they read as here (`campaign status`: another clone's local job). STATUS.md passes none: a
+    committed view is the same in every clone."""
     ledger = src.ledger()
+    instead = shown or {}
     rows = [
         [
             cell(job.job_id),
             cell(_targets(job.targets)),
             cell(job.stage),
             cell(job.backend),
-            cell(state(job)),
+            cell(instead.get(job.ledger_id) or state(job)),
             duration(job.queue_wait()),
             duration(job.run_time()),
             cell(job.exit_code),

@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Kind
 from campaignops.backends.local import gpu
 from campaignops.backends.local.backend import LocalBackend
+from campaignops.backends.local.machine import STATE_DIR
 
 
 def _serves(page: Mapping[str, Any]) -> bool:
     return page.get("kind") == "local"
 
 
+def _ran_here(root: Path, job_id: str) -> bool:
+    """This checkout's executor has the job: its directory under the local state root (another
+    clone's local job ran on its machine: runner/elsewhere.py)."""
+    state = root / STATE_DIR
+    return (state / gpu.BOX_DIR / job_id if gpu.is_box_id(job_id) else state / job_id).is_dir()
+
+
 # A local GPU job runs under the box executor, which retries its own OUT_OF_MEMORY.
-KIND = Kind(name="local", serves=_serves, make=LocalBackend, retries_oom_itself=gpu.is_box_id)
+KIND = Kind(
+    name="local",
+    serves=_serves,
+    make=LocalBackend,
+    retries_oom_itself=gpu.is_box_id,
+    ran_here=_ran_here,
+)

@@ -38,6 +38,7 @@ from campaignops.backends.ssh import pullcopy, roster
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import InputError
 from campaignops.core.layout import stage_root
+from campaignops.core.units import show_size
 from campaignops.model import ledger, ledger_writer
 
 VERIFIED = "verified"
@@ -289,11 +290,13 @@ def pull(
     verify: str | None = None,
     call: Call = sshlink.call,
     run: Run = subprocess.run,
+    step: Callable[[str], None] = lambda _: None,
 ) -> list[Cell]:
     """Copy and verify every finished cell of ``shares`` (``targets``: ledger id → the job's
     targets, by index). One ssh call per instance, one rsync per instance and deploy dir; the
     verdicts are campaignops.backends.ssh.roster's, over every cell of the pull at once (so two cells of one
-    name are both ``duplicate``), then ``verify`` (a command) on those that passed."""
+    name are both ``duplicate``), then ``verify`` (a command) on those that passed. ``step`` is
+    told each call and transfer as it starts (the CLI shows it on a terminal)."""
 
     def name(share: Placed, index: int) -> str:
         got = targets.get(share.ledger_id, ())
@@ -321,6 +324,7 @@ def pull(
     not_kept: dict[str, str] = {}  # copied, then refused (a link, a FIFO…): why
     for group in by_box.values():
         box = group[0][1].instance
+        step(f"{box.name}: asking for the finished outputs")
         try:
             answer = call(box, outputs_command(group))
         except sshlink.Unreachable as exc:
@@ -338,8 +342,16 @@ def pull(
                 wanted.setdefault(r.deploy, set()).update(chosen.facts)
                 judged.append((s, i, roster.Expected(name(s, i), chosen.outputs), chosen))
         for deploy, files in sorted(wanted.items()):
+            size = sum(remote[f].size for f in files)
+            step(f"{box.name}: copying {len(files)} file(s), {_size(size)}, from {deploy}")
             not_kept.update(pullcopy.fetch(box, deploy, sorted(files), root, run))
+    if judged:
+        step(f"verifying {len(judged)} cell(s)" + (f" and running {verify}" if verify else ""))
     return done + _judged(root, judged, remote, not_kept, verify, cell)
+
+
+def _size(size: int) -> str:
+    return f"{size} B" if size < 1024 else show_size(size / 1024)
 
 
 def _judged(

@@ -68,8 +68,10 @@ def run_pull(
     now: dt.datetime,
     call: pull.Call = sshlink.call,
     run: pull.Run = subprocess.run,
+    step: Callable[[str], None] = lambda _: None,
 ) -> Pulled:
-    """Pull every ssh job's finished cells (or ``job``'s), record each verdict, and return them."""
+    """Pull every ssh job's finished cells (or ``job``'s), record each verdict, and return them
+    (``step``: told each call and transfer as it starts)."""
     jobs = _jobs(root)
     shares = _shares(jobs, job)
     if not shares:
@@ -77,7 +79,7 @@ def run_pull(
     targets = {j.ledger_id: j.targets for j in jobs}
     if verify is not None:
         roster.verify_argv(verify, ())  # a bad command is refused before anything is copied
-    cells = pull.pull(root, shares, targets, verify=verify, call=call, run=run)
+    cells = pull.pull(root, shares, targets, verify=verify, call=call, run=run, step=step)
     records = pull.records(cells, time=now)
     if records:
         ledger_writer.append(root, records)

@@ -90,8 +90,31 @@ def of_job(
     *, root: Path, ref: str, catalog: catalog_mod.Catalog, today: dt.date | None = None
 ) -> Report:
     """Diagnose the recorded task ``ref``."""
-    history = ledger.read(root)
-    job, index = jobref.resolve(history, ref, readings=backends.task_refs)
+    job, index = jobref.resolve(ledger.read(root), ref, readings=backends.task_refs)
+    return _of_task(root=root, job=job, index=index, catalog=catalog, today=today)
+
+
+def of_target(
+    *,
+    root: Path,
+    target: str,
+    stage: str | None,
+    catalog: catalog_mod.Catalog,
+    today: dt.date | None = None,
+) -> Report:
+    """Diagnose the task of ``target`` in the last job that ran it (at ``stage`` when given)."""
+    job, index = jobref.of_target(ledger.read(root), target, stage)
+    return _of_task(root=root, job=job, index=index, catalog=catalog, today=today)
+
+
+def _of_task(
+    *,
+    root: Path,
+    job: ledger.Job,
+    index: int | None,
+    catalog: catalog_mod.Catalog,
+    today: dt.date | None,
+) -> Report:
     if job.job_id is None:
         raise UsageError(
             message=f"ledger {job.ledger_id} holds no submitted job "
