@@ -182,9 +182,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     text, doc = _yaml(root, manifest)
     # Where the job would go, for the MAN check only (the box keys run on a box): the manifest
     # is not validated yet, so a backend it names that is no usable name is simply not a box.
-    going = backend or (doc.get("backend") if isinstance(doc, Mapping) else None)
-    going = going or (policy.smoke_backend if stage == "smoke" else None)
-    going = going or (policy.backends[0] if policy.backends else "local")
+    going = policy_mod.backend_for(policy, stage, doc, asked=backend)
     going_page = _page_if_named(root, policy, going)
     going_kind = backends.kind_of(going_page)
     boxes = frozenset({going}) if going_kind is not None and going_kind.box_keys else frozenset()
@@ -195,8 +193,8 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             yamldoc.Locator(text),
             authorized=set(policy.backends),
             boxes=boxes,
-            backend=going if isinstance(going, str) else None,
-            hosts=man_checks.gpu_hosts({going: going_page}) if isinstance(going, str) else {},
+            backend=going,
+            hosts=man_checks.gpu_hosts({going: going_page}),
         )
     )
     if problems:
@@ -205,12 +203,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             message=f"{manifest}:{first.line}:{first.col}: {first.id} {first.message}",
             hint="fix the manifest first: campaign check " + manifest,
         )
-    name = (
-        backend
-        or doc.get("backend")
-        or (policy.smoke_backend if stage == "smoke" else None)
-        or (policy.backends[0] if policy.backends else "local")
-    )
+    name = going
     page_rel = backends.page_path(name)
     page = backends.page(root, name) if name in policy.backends else None
     # An unlisted backend or a missing page is the authorized gate's refusal, even under
