@@ -9,6 +9,7 @@ from typing import Any
 
 from campaignops.backends.charging import amount, charging, job_charge
 from campaignops.backends.spending import ALLOCATION_UNKNOWN, EPSILON, Cap, cap_for, spent
+from campaignops.model import backendpage
 from campaignops.model.jobspec import Resources
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
@@ -32,7 +33,7 @@ def budget(
     a charging model costs nothing here (the local machine). ``request.override`` passes it,
     and the verdict carries the reason for the ledger."""
     backend = request.backend
-    page_rel = f"backends/{backend}.md"
+    page_rel = backendpage.path_of(backend)
     model = charging(page)
     charge = job_charge(request.resources or Resources(), request.time_s, page)
     if model is None or charge is None:

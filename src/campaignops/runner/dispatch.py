@@ -62,6 +62,7 @@ class Preflight:
     root: Path
     name: str  # the backend
     backend: backends.Backend
+    page: Mapping[str, Any] | None  # its page, read once: each job's charge is recorded
     policy: policy_mod.Policy
     manifest: str
     stage: str
@@ -191,7 +192,6 @@ def execute(
     assert pre.head is not None  # the committed gate passed
     done: list[Submitted] = []
     ids_by_group: dict[str, str] = {}
-    page = backends.page(root, pre.name)  # its charging model: each job's charge is recorded
     for p in pre.planned:
         job = p.job
         lid = lw.new_ledger_id(now())
@@ -203,7 +203,7 @@ def execute(
         unwritten = _write_script(root, script, pre.backend.render(spec), spec.log_dir)
         if unwritten is not None:
             return done, unwritten
-        intent = _intent(pre, p, spec, ledger_id=lid, when=now(), page=page, retry=retry)
+        intent = _intent(pre, p, spec, ledger_id=lid, when=now(), page=pre.page, retry=retry)
         try:
             lw.append(root, [intent])
         except InputError as exc:  # unrecorded, so not submitted: no script left behind

@@ -14,6 +14,7 @@ from typing import Any
 
 from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
+from campaignops.model import backendpage
 from campaignops.model.jobspec import FINISHED, JobState
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
@@ -62,7 +63,7 @@ def authorized(
     """The backend is one the policy lists, and the partition or queue asked for is on its page
     (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat)."""
     gate = "authorized"
-    page_path = f"backends/{backend}.md"
+    page_path = backendpage.path_of(backend)
     if backend not in policy.backends:
         known = ", ".join(policy.backends) or "none"
         return _refuse(

@@ -299,6 +299,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
         root=root,
         name=name,
         backend=be,
+        page=page,
         policy=policy,
         manifest=ask.manifest,
         stage=ask.stage,
