@@ -181,7 +181,7 @@ def test_the_replay_refuses_any_other_query(box: Box) -> None:
 def test_the_executors_copies_of_runner_constants_agree_with_the_runner() -> None:
     """boxexec may import nothing of ours, so it carries copies; they must not drift."""
     from campaignops.backends import script
-    from campaignops.model import jobspec as spec
+    from campaignops.model import states as spec
 
     assert dict(script.REASONS) == boxexec.REASONS
     assert tuple(s for s in spec.WORST_FIRST if s != "UNKNOWN") == boxexec.WORST_FIRST

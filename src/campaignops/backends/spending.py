@@ -24,9 +24,9 @@ from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage, ledger
 from campaignops.model import policy as policy_mod
-from campaignops.model.jobspec import FINISHED
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
+from campaignops.model.states import FINISHED
 
 ALLOCATION_UNKNOWN = "no allocation size"  # cap_for's answer that refuses, not passes
 # Costs are sums of floats: one at the cap to within this is at the cap, not over it.

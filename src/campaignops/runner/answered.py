@@ -14,7 +14,8 @@ from campaignops.backends import script
 from campaignops.learn.diagnosis.engine import Diagnosis
 from campaignops.model import ledger
 from campaignops.model import ledger_writer as lw
-from campaignops.model.jobspec import FINISHED, JobState
+from campaignops.model.jobspec import JobState
+from campaignops.model.states import FINISHED
 
 # A job found by name (no comment to match) must have been submitted this close to the intent.
 CLOCK_SKEW_S = 120.0

@@ -15,9 +15,10 @@ from typing import Any
 from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage
-from campaignops.model.jobspec import FINISHED, JobState
+from campaignops.model.jobspec import JobState
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
+from campaignops.model.states import FINISHED
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.gitfacts import RepoFacts
