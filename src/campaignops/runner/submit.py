@@ -124,10 +124,10 @@ class Ask:
     failed: bool = False  # only the targets whose latest attempt at the stage failed
 
 
-def _page_if_named(root: Path, policy: policy_mod.Policy, name: object) -> dict[str, Any] | None:
-    """The page of an authorized backend ``name``, or None (not a name, not authorized, or a
+def _page_if_named(root: Path, policy: policy_mod.Policy, name: str) -> dict[str, Any] | None:
+    """The page of an authorized backend ``name``, or None (not authorized, not a name, or a
     page that cannot be read: the gates after the MAN check say why)."""
-    if not isinstance(name, str) or name not in policy.backends:
+    if name not in policy.backends:
         return None
     try:
         return backends.page(root, backends.checked_name(name))
