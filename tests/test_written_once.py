@@ -1,6 +1,6 @@
 """Knowledge written once (issue 17, "Knowledge is written more than once"): the finished-state
 set and the state → failure category map live in model/states.py, a backend page's place in
-model/backendpage.py. Another copy in the package fails here, so it cannot drift unseen.
+model/backendpage.py, the rule that picks a submission's backend in model/policy.py. Another copy in the package fails here, so it cannot drift unseen.
 
 The box executor (remote/boxexec.py) runs with the standard library only and carries its own
 copy of the states it writes; tests/remote/test_boxexec_detach.py keeps that one in step.
@@ -16,7 +16,7 @@ import campaignops
 from campaignops.model.states import FINISHED, STATE_CATEGORIES
 
 PACKAGE = Path(campaignops.__file__).parent
-HOMES = {"model/states.py", "model/backendpage.py"}
+HOMES = {"model/states.py", "model/backendpage.py", "model/policy.py"}
 COPIES_ALLOWED = {"remote/boxexec.py"}  # standard library only: a checked copy
 
 
@@ -78,6 +78,17 @@ def page_places(tree: ast.AST) -> list[int]:
     return found
 
 
+def backend_picks(tree: ast.AST) -> list[int]:
+    """Lines where a submission's backend is picked by hand: ``x.smoke_backend if ...``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.IfExp)
+        and isinstance(node.body, ast.Attribute)
+        and node.body.attr == "smoke_backend"
+    ]
+
+
 def test_the_finished_states_are_written_once() -> None:
     copies = [f"{rel}:{line}" for rel, tree in _modules() for line in finished_sets(tree)]
     assert not copies, f"import FINISHED from campaignops.model.states instead: {copies}"
@@ -93,12 +104,19 @@ def test_a_backend_page_is_placed_in_one_module() -> None:
     assert not copies, f"name a page with campaignops.model.backendpage.path_of: {copies}"
 
 
+def test_the_backend_is_picked_by_one_rule() -> None:
+    copies = [f"{rel}:{line}" for rel, tree in _modules() for line in backend_picks(tree)]
+    assert not copies, f"call campaignops.model.policy.backend_for: {copies}"
+
+
 def test_the_detectors_see_a_copy() -> None:
     source = (
         'A = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED",'
         ' "PREEMPTED", "NODE_FAIL"})\n'
         'B = {"OUT_OF_MEMORY": "oom-host", "TIMEOUT": "timeout"}\n'
         'C = f"backends/{name}.md"\n'
+        'D = a or (policy.smoke_backend if stage == "smoke" else None)\n'
     )
     tree = ast.parse(source)
-    assert (finished_sets(tree), category_maps(tree), page_places(tree)) == ([1], [2], [3])
+    found = (finished_sets(tree), category_maps(tree), page_places(tree), backend_picks(tree))
+    assert found == ([1], [2], [3], [4])
