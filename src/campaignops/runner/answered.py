@@ -1,7 +1,8 @@
 """What a scheduler's answer means for the jobs the ledger records: each job's state for the
 ledger and its tasks' entries that changed (a task that newly ended in failure diagnosed), the
 state record of a refresh, and the scheduler's job for a submission whose result was lost.
-Pure: campaign status asks the scheduler and writes the ledger (runner/status.py).
+No I/O of its own (the diagnoser it is handed reads the logs): campaign status asks the
+scheduler and writes the ledger (runner/status.py).
 """
 
 from __future__ import annotations
