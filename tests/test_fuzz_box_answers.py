@@ -26,7 +26,7 @@ from campaignops.backends.ssh import submit as sshsubmit
 from campaignops.backends.ssh.answers import BadAnswer
 from campaignops.backends.ssh.backend import SshBackendError
 from campaignops.backends.ssh.instances import Instance
-from campaignops.model.jobspec import STATES
+from campaignops.model.states import STATES
 from campaignops.remote import boxexec
 
 BOUNDED = settings(max_examples=300, deadline=None, database=None)

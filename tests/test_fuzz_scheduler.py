@@ -18,7 +18,8 @@ from campaignops.backends.local import machine as local
 from campaignops.backends.pbs import backend as pbs
 from campaignops.backends.slurm import accounting as sacct
 from campaignops.backends.slurm import backend as slurm
-from campaignops.model.jobspec import STATES, JobState
+from campaignops.model.jobspec import JobState
+from campaignops.model.states import STATES
 
 BOUNDED = settings(max_examples=300, deadline=None, database=None)
 

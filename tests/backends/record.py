@@ -34,7 +34,8 @@ from typing import Any
 
 from campaignops.backends import registry
 from campaignops.backends.base import Backend
-from campaignops.model.jobspec import FINISHED, BoxSettings, JobSpec, Resources
+from campaignops.model.jobspec import BoxSettings, JobSpec, Resources
+from campaignops.model.states import FINISHED
 from tests import sshboxes
 
 RECORDED = Path(__file__).parent / "recorded"

@@ -32,8 +32,9 @@ from campaignops.backends.base import Backend, Kind
 from campaignops.core import schema, yamldoc
 from campaignops.generate import answers
 from campaignops.model import frontmatter, jobref
-from campaignops.model.jobspec import FINISHED, STATES, JobSpec, JobState, Resources, worst
+from campaignops.model.jobspec import JobSpec, JobState, Resources
 from campaignops.model.ledger import Job, Ledger
+from campaignops.model.states import FINISHED, STATES, worst
 
 TESTS = Path(__file__).resolve().parents[1]
 RECORDED = Path(__file__).resolve().parent / "recorded"

@@ -181,9 +181,9 @@ def test_the_replay_refuses_any_other_query(box: Box) -> None:
 def test_the_executors_copies_of_runner_constants_agree_with_the_runner() -> None:
     """boxexec may import nothing of ours, so it carries copies; they must not drift."""
     from campaignops.backends import script
-    from campaignops.model import jobspec as spec
+    from campaignops.model import jobspec, states
 
     assert dict(script.REASONS) == boxexec.REASONS
-    assert tuple(s for s in spec.WORST_FIRST if s != "UNKNOWN") == boxexec.WORST_FIRST
-    assert set(boxexec.FINISHED) <= spec.FINISHED
-    assert f"{spec.TASK_INDEX}=key" in BOXEXEC.read_text(encoding="utf-8")  # the task env
+    assert tuple(s for s in states.WORST_FIRST if s != "UNKNOWN") == boxexec.WORST_FIRST
+    assert set(boxexec.FINISHED) <= states.FINISHED
+    assert f"{jobspec.TASK_INDEX}=key" in BOXEXEC.read_text(encoding="utf-8")  # the task env

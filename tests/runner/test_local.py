@@ -24,7 +24,8 @@ from campaignops.backends.local import jobfiles as localjobs
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
 from campaignops.model import walltime
-from campaignops.model.jobspec import FINISHED, JobSpec, JobState, Resources
+from campaignops.model.jobspec import JobSpec, JobState, Resources
+from campaignops.model.states import FINISHED
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 WAIT_S = 30.0

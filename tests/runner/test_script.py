@@ -20,7 +20,8 @@ from campaignops.backends.local import state as localstate
 from campaignops.backends.pbs import backend as pbs
 from campaignops.backends.slurm import backend as slurm
 from campaignops.core.errors import UsageError
-from campaignops.model.jobspec import FINISHED, JobSpec, Precondition, Resources
+from campaignops.model.jobspec import JobSpec, Precondition, Resources
+from campaignops.model.states import FINISHED
 from tests.runner.expected import (
     EXIT,
     OUTPUT_CHECK,

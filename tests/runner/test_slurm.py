@@ -20,7 +20,8 @@ import pytest
 from campaignops.backends.slurm import accounting as sacct
 from campaignops.backends.slurm import backend as slurm
 from campaignops.model import walltime
-from campaignops.model.jobspec import FINISHED, JobSpec, JobState, Resources
+from campaignops.model.jobspec import JobSpec, JobState, Resources
+from campaignops.model.states import FINISHED
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 HEAD = """\

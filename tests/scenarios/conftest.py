@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from campaignops.model import ledger
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 from tests.conftest import Result, git
 
 BACKENDS = [

@@ -18,7 +18,7 @@ import pytest
 
 from campaignops.backends.local import machine as local
 from campaignops.model import ledger
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 
 STATE = Path(local.STATE_DIR)
 JOB_KEYS = {"job_id": "local-70", "name": "n", "comment": "c", "submitted": "t"}

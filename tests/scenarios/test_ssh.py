@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from campaignops.model import ledger
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 from tests.conftest import git
 
 pytestmark = pytest.mark.ssh

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 from tests.scenarios import test_ssh as story
 
 camp = story.camp  # the story's fixtures: the campaign with the two boxes on its page

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from campaignops.backends import command as scheduler
-from campaignops.core.errors import InputError, UsageError
-from campaignops.model import frontmatter, jobref
+from campaignops.core.errors import InputError
+from campaignops.model import backendpage, jobref
+from campaignops.model.backendpage import checked_name as checked_name
+from campaignops.model.backendpage import page_path as page_path
 from campaignops.model.jobspec import JobSpec, JobState
 from campaignops.model.ledger import Job
 
@@ -164,28 +166,6 @@ def submitting(backend: Backend, call: Run) -> Run:
     return call
 
 
-# What a backend name may be: one file name under backends/ (no "/", no leading "." that could
-# climb out), short enough to open. The policy's own pattern is stricter; this one only keeps
-# a name from --backend or the ledger from reading outside backends/.
-BACKEND_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-
-
-def checked_name(name: str) -> str:
-    """``name``, or UsageError (exit 2) when it cannot be a backend page's name."""
-    if not BACKEND_NAME.match(name):
-        raise UsageError(
-            message=f"{name[:80]!r} is not a backend name (letters, digits and . _ -, at most "
-            "128, starting with a letter or digit)",
-            hint="a backend named by --backend, a manifest or a ledger record must be one of "
-            "campaign.yaml's backends (each has a page backends/NAME.md)",
-        )
-    return name
-
-
-def page_path(name: str) -> str:
-    return f"backends/{checked_name(name)}.md"
-
-
 def page(root: Path, name: str) -> dict[str, Any] | None:
     """The backend page's front matter, or None when the campaign has no page for it."""
     rel = page_path(name)
@@ -204,4 +184,4 @@ def page(root: Path, name: str) -> dict[str, Any] | None:
         raise InputError(
             path=rel, message=f"cannot read: {exc.strerror}", hint="check permissions"
         ) from None
-    return frontmatter.mapping(text, path=rel)
+    return backendpage.front_matter(text, path=rel)

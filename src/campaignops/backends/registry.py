@@ -21,7 +21,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends.base import BACKEND_NAME as BACKEND_NAME
 from campaignops.backends.base import Backend as Backend
 from campaignops.backends.base import Doubt as Doubt
 from campaignops.backends.base import Kind as Kind
@@ -36,6 +35,7 @@ from campaignops.backends.pbs.kind import KIND as PBS
 from campaignops.backends.slurm.kind import KIND as SLURM
 from campaignops.backends.ssh.kind import KIND as SSH
 from campaignops.core.errors import UsageError
+from campaignops.model.backendpage import path_of
 from campaignops.model.ledger import Job
 
 # Every backend the runner drives, in the order a page is matched: adding one is its folder under
@@ -62,7 +62,7 @@ def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backen
         raise UsageError(
             message=f"backend {name!r} (kind {page_kind}) has no runner module: campaign submit "
             "drives Slurm, PBS Pro, SSH boxes and the local machine",
-            hint=f"follow backends/{name}.md to start jobs there by hand, or submit to another "
+            hint=f"follow {path_of(name)} to start jobs there by hand, or submit to another "
             "authorized backend",
         )
     return kind.make(root, name)

@@ -22,11 +22,11 @@ from campaignops.backends import base as backend_base
 from campaignops.backends.charging import USD, Charge, Charging, amount, charging
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
-from campaignops.model import ledger
+from campaignops.model import backendpage, ledger
 from campaignops.model import policy as policy_mod
-from campaignops.model.jobspec import FINISHED
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
+from campaignops.model.states import FINISHED
 
 ALLOCATION_UNKNOWN = "no allocation size"  # cap_for's answer that refuses, not passes
 # Costs are sums of floats: one at the cap to within this is at the cap, not over it.
@@ -160,7 +160,7 @@ def cap_for(backend: str, model: Charging, policy: Policy) -> tuple[Cap | None, 
     size = policy.allocations.get(backend)
     where = f"budgets.allocations.{backend}"
     if size is None and model.allocation is not None:
-        size, where = model.allocation, f"backends/{backend}.md charging.allocation"
+        size, where = model.allocation, f"{backendpage.path_of(backend)} charging.allocation"
     if size is None:
         return None, ALLOCATION_UNKNOWN
     source = f"{pct:g}% of the {amount(size, model.unit)} allocation ({where})"

@@ -9,10 +9,10 @@ from typing import Any
 
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
-from campaignops.core import schema, yamldoc
+from campaignops.core import schema
 from campaignops.core.errors import CampaignError
 from campaignops.core.yamldoc import Locator
-from campaignops.model import frontmatter, manifest, manifest_keys, queuefile
+from campaignops.model import backendpage, manifest, manifest_keys, queuefile
 
 FAMILY = "MAN"
 SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends, keys not run"
@@ -102,16 +102,14 @@ def _pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
     """The authorized backends' page front matter (pages that cannot be read are left out)."""
     found: dict[str, Mapping[str, Any]] = {}
     for name in ctx.policy.backends:
-        page = f"backends/{name}.md"
+        page = backendpage.path_of(name)
         # A missing page is POLICY's finding; reading it here would report it a second time.
-        text = ctx.reader.read_text(page) if "/" not in name and ctx.reader.is_file(page) else None
-        fm = frontmatter.split(text or "")
+        if not backendpage.is_name(name) or not ctx.reader.is_file(page):
+            continue
         try:
-            data = yamldoc.load(fm.text, path=f"backends/{name}.md") if fm else None
+            found[name] = backendpage.front_matter(ctx.reader.read_text(page) or "", path=page)
         except CampaignError:
             continue  # the page's own check reports it
-        if isinstance(data, Mapping):
-            found[name] = data
     return found
 
 

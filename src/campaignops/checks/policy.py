@@ -14,9 +14,9 @@ from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import layout, schema, yamldoc
 from campaignops.core.errors import InputError, YamlSyntaxError
 from campaignops.core.yamldoc import Locator
+from campaignops.model import backendpage, frontmatter
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import failure_patterns as patterns
-from campaignops.model import frontmatter
 
 FAMILY = "POLICY"
 SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
@@ -115,7 +115,7 @@ def _policy(ctx: CheckContext) -> Iterator[Finding]:
         yield CODES["POLICY001"].at(rel, line, col, problem=err.message)
     # Pages live at backends/<name>.md whatever the backends glob says: names map to files.
     for i, name in enumerate(ctx.policy.backends):
-        page = f"backends/{name}.md"
+        page = backendpage.path_of(name)
         if not ctx.reader.exists(page):
             line, col = loc.at(("backends", i))
             yield CODES["POLICY002"].at(rel, line, col, backend=name, page=page)

@@ -10,6 +10,7 @@ from typing import TextIO
 from campaignops.cli.jobs import campaign_root
 from campaignops.cli.live import Live
 from campaignops.core import safetext
+from campaignops.model import backendpage
 
 
 def _now() -> dt.datetime:
@@ -80,7 +81,7 @@ def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"instance {done.instance.name}: all {done.cells} cells pulled and verified", file=out)
     if done.command is None:
         print(
-            f"no release command on backends/{done.backend}.md for it: stop or destroy it in "
+            f"no release command on {backendpage.path_of(done.backend)} for it: stop or destroy it in "
             "the provider's console now (it bills until you do); recorded in the ledger",
             file=out,
         )

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from campaignops.core.units import KIB, show_size
 from campaignops.model import walltime
 from campaignops.model.ledger import Job, parse_time
+from campaignops.model.states import FINISHED, STATE_CATEGORIES
 
 MIN_TASKS = 3
 FITS = "the request fits"  # how a kept request that needs no change ends its evidence
@@ -37,19 +38,6 @@ MEM_USED_BELOW = 0.70  # Princeton jobstats MIN_MEMORY_USAGE
 TIME_USED_BELOW = 0.60  # Princeton jobstats TIME_EFFICIENCY_BLACK
 TIME_FLOOR_S = 600
 
-# A failed task whose log matched no catalog entry counts under the category its scheduler
-# verdict names; any other final state counts under the state's own name (FAILED, CANCELLED).
-STATE_CATEGORY = MappingProxyType(
-    {
-        "OUT_OF_MEMORY": "oom-host",
-        "TIMEOUT": "timeout",
-        "PREEMPTED": "preempted",
-        "NODE_FAIL": "node-failure",
-    }
-)
-_FINAL = frozenset(
-    {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
-)
 
 _SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,9})?)([KMGTP]?)(I?B)?([NC]?)")
 
@@ -131,7 +119,7 @@ def samples(job: Job) -> list[Sample]:
     out: list[Sample] = []
     for target in dict.fromkeys(job.targets):
         task = job.task(target)
-        if task is None or task.state not in _FINAL:
+        if task is None or task.state not in FINISHED:
             continue
         started = parse_time(task.started)
         wait = (
@@ -141,7 +129,9 @@ def samples(job: Job) -> list[Sample]:
         )
         failure = None
         if not task.succeeded:
-            failure = task.category or STATE_CATEGORY.get(task.state, task.state)
+            # A failed task whose log matched no catalog entry counts under the category its
+            # scheduler verdict names; any other final state under its own name (FAILED).
+            failure = task.category or STATE_CATEGORIES.get(task.state, task.state)
         out.append(
             Sample(
                 state=task.state,

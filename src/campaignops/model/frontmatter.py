@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from campaignops.core import yamldoc
-from campaignops.core.errors import InputError, YamlSyntaxError
 
 
 @dataclass(frozen=True)
@@ -24,20 +20,3 @@ def split(text: str) -> FrontMatter | None:
         if lines[i].rstrip("\r") in ("---", "..."):
             return FrontMatter(text="\n".join(lines[1:i]) + "\n", first_line=2)
     return None
-
-
-def mapping(text: str, *, path: str) -> dict[str, Any]:
-    """A backend page's front matter as a mapping ({} when the page has none)."""
-    found = split(text)
-    if found is None:
-        return {}
-    try:
-        data = yamldoc.load(found.text, path=path, line_offset=found.first_line - 1)
-    except YamlSyntaxError as exc:
-        raise InputError(
-            path=path,
-            message=f"front matter is not valid YAML "
-            f"(line {exc.line + found.first_line - 1}: {exc.problem})",
-            hint="fix the front matter, then run campaign render",
-        ) from None
-    return data if isinstance(data, dict) else {}

@@ -15,27 +15,6 @@ from types import MappingProxyType
 
 from campaignops.model import walltime
 
-# Slurm's state names, used on every backend.
-STATES = (
-    "PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY",
-    "CANCELLED", "PREEMPTED", "NODE_FAIL", "UNKNOWN",
-)  # fmt: skip
-FINISHED = frozenset(
-    {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
-)
-# A finished array's state is that of its worst task, in this order, on every backend: a lost
-# node hides nothing, a cancel hides a timeout, and so on down to a plain failure.
-WORST_FIRST = (
-    "NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED", "UNKNOWN",
-)  # fmt: skip
-
-
-def worst(states: Iterable[str]) -> str:
-    """The worst of finished tasks' states (COMPLETED when none is worse)."""
-    seen = set(states)
-    return next((w for w in WORST_FIRST if w in seen), "COMPLETED")
-
-
 # The variable every rendered script sets to the array index (0-based) before running a task.
 TASK_INDEX = "CAMPAIGN_TASK_INDEX"
 
@@ -154,7 +133,7 @@ class JobState:
     """
 
     job_id: str
-    state: str  # one of STATES
+    state: str  # one of states.STATES
     exit_code: int | None = None
     name: str | None = None
     comment: str | None = None

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from campaignops.model.states import FINISHED
+
 STAGES = ("smoke", "single", "production")
 
 
@@ -120,7 +122,7 @@ class Job:
         # An array with per-task records that has none for this task yet: as its job says,
         # unless the job has ended (then this task's end is not known: UNKNOWN).
         state = self.state
-        return Task(index=index, state="UNKNOWN" if state in _ENDED else state)
+        return Task(index=index, state="UNKNOWN" if state in FINISHED else state)
 
     def target_fingerprint(self, target: str) -> str | None:
         """The fingerprint ``target`` had when this job was submitted, where it is recorded
@@ -198,7 +200,7 @@ class Task:
 
     @property
     def finished(self) -> bool:
-        return self.state in _ENDED
+        return self.state in FINISHED
 
 
 def _number(value: object) -> float | None:
@@ -214,12 +216,6 @@ def _number(value: object) -> float | None:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-# The scheduler's final states (runner.spec.FINISHED, repeated: this module stays runner-free).
-_ENDED = frozenset(
-    {"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "PREEMPTED", "NODE_FAIL"}
-)
 
 
 @dataclass(frozen=True)

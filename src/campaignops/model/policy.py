@@ -39,6 +39,20 @@ class Policy:
     found: bool = False
 
 
+def backend_for(policy: Policy, stage: str, manifest: object, *, asked: str | None = None) -> str:
+    """Where a submission goes: ``asked`` (submit's --backend), else the manifest's own
+    ``backend``, else smoke_backend for a smoke, else the first authorized backend, else local.
+    The one rule `campaign submit` follows and a review prices by; a manifest that is not yet
+    validated may be anything (a ``backend`` that is no string names none)."""
+    named = manifest.get("backend") if isinstance(manifest, Mapping) else None
+    return (
+        asked
+        or (named if isinstance(named, str) else None)
+        or (policy.smoke_backend if stage == "smoke" else None)
+        or (policy.backends[0] if policy.backends else "local")
+    )
+
+
 def _str_list(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, str):
         return (value,)

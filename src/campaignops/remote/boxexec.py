@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 FINISHED = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED")
-# A finished job is as bad as its worst task (campaignops.model.jobspec.WORST_FIRST).
+# A finished job is as bad as its worst task (campaignops.model.states.WORST_FIRST).
 WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED")
 REASONS = {96: "precondition", 97: "output-missing"}  # the rendered script's own exit codes
 NVSMI = (

@@ -4,11 +4,12 @@ reserve (backends/spending.py), against the cap; and the verdict.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from campaignops.backends.charging import amount, charging, job_charge
-from campaignops.backends.spending import ALLOCATION_UNKNOWN, EPSILON, cap_for, spent
+from campaignops.backends.spending import ALLOCATION_UNKNOWN, EPSILON, Cap, cap_for, spent
+from campaignops.model import backendpage
 from campaignops.model.jobspec import Resources
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
@@ -32,7 +33,7 @@ def budget(
     a charging model costs nothing here (the local machine). ``request.override`` passes it,
     and the verdict carries the reason for the ledger."""
     backend = request.backend
-    page_rel = f"backends/{backend}.md"
+    page_rel = backendpage.path_of(backend)
     model = charging(page)
     charge = job_charge(request.resources or Resources(), request.time_s, page)
     if model is None or charge is None:
@@ -69,19 +70,33 @@ def budget(
         )
     if cap is None:
         return _passed(f"{this}; not capped: {missing}")
-    done = spent(jobs, unit=model.unit, backend=cap.backend)
+    return _against(cap, cost, this, unit=model.unit, jobs=jobs, refuse=refuse)
+
+
+def _against(
+    cap: Cap,
+    cost: float,
+    this: str,
+    *,
+    unit: str,
+    jobs: Iterable[Job],
+    refuse: Callable[[str, str], Verdict],
+) -> Verdict:
+    """This submission's cost (``this`` says how it adds up) plus what the ledger already
+    spent or holds in reserve, against the cap."""
+    done = spent(jobs, unit=unit, backend=cap.backend)
     total = cost + done.total
-    so_far = f"already spent or reserved {amount(done.total, model.unit)}"
+    so_far = f"already spent or reserved {amount(done.total, unit)}"
     if done.uncounted:
         so_far += f" ({done.uncounted} earlier job(s) carry no charge and are not counted)"
     if total > cap.limit + EPSILON:
         return refuse(
-            f"{this} + {so_far} = {amount(total, model.unit)}, over the cap "
-            f"{amount(cap.limit, model.unit)} ({cap.source})",
+            f"{this} + {so_far} = {amount(total, unit)}, over the cap "
+            f"{amount(cap.limit, unit)} ({cap.source})",
             "shrink the job (fewer targets, a shorter resources.time, fewer nodes or GPUs), or "
             "raise the budget in campaign.yaml and commit",
         )
     return _passed(
-        f"{this} + {so_far} = {amount(total, model.unit)} of the cap "
-        f"{amount(cap.limit, model.unit)} ({cap.source})"
+        f"{this} + {so_far} = {amount(total, unit)} of the cap "
+        f"{amount(cap.limit, unit)} ({cap.source})"
     )

@@ -22,7 +22,7 @@ from campaignops.backends import registry as backends
 from campaignops.core.errors import CampaignError, UsageError
 from campaignops.model import jobref, ledger
 from campaignops.model import ledger_writer as lw
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 
 TAIL_LINES = 20
 TAIL_BYTES = 256 * 1024  # 20 lines of a log are read from its end, never the whole file

@@ -4,7 +4,7 @@ committed gate"). A pure function of the facts ``gitfacts.repo_facts`` reads."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from campaignops.core import layout
 from campaignops.model.policy import Policy
@@ -14,6 +14,8 @@ from campaignops.runner.verdict import listed as _listed
 from campaignops.runner.verdict import ok as _ok
 from campaignops.runner.verdict import quoted as _quoted
 from campaignops.runner.verdict import refuse as _refuse
+
+GATE = "committed"
 
 # What the runner itself rewrites between submissions: never a reason to refuse one.
 BOOKKEEPING = layout.RUNNER_FILES
@@ -148,39 +150,38 @@ def _local(facts: RepoFacts) -> Verdict | None:
     return None
 
 
-def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
-    """What is submitted is what HEAD holds, byte for byte: the files named (manifest, policy,
-    wrappers, configs, every file the commands name) are in HEAD and identical to it, none
-    through a symlink out of the repository, none with an index bit that hides its changes;
-    no other tracked file differs from HEAD and no file is untracked (a job can read the whole
-    checkout), no file is ignored by a rule HEAD does not hold, none is ignored under
-    manifests/, queues/, scripts/; the runner's own files apart. With require_pushed, HEAD is
-    pushed."""
-    gate = "committed"
+def _repository(facts: RepoFacts) -> Verdict | None:
+    """Refused: no repository, or no commit yet."""
     if not facts.is_repo:
         return _refuse(
-            gate,
+            GATE,
             "the campaign is not inside a git repository",
             "git init && git add -A && git commit -m 'campaign'",
         )
     if facts.head is None:
-        return _refuse(gate, "the repository has no commit yet", "git add -A && git commit")
-    paths = list(dict.fromkeys(paths))
-    trick = _trick(facts, paths)
-    if trick is not None:
-        return trick
+        return _refuse(GATE, "the repository has no commit yet", "git add -A && git commit")
+    return None
+
+
+def _missing(facts: RepoFacts, paths: Sequence[str]) -> Verdict | None:
     missing = [p for p in paths if p not in facts.tracked]
     if missing:
         return _refuse(
-            gate,
+            GATE,
             f"not committed: {_listed(missing)}",
             f"commit: git add {_quoted(missing)} && git commit",
         )
+    return None
+
+
+def _changed(facts: RepoFacts) -> Verdict | None:
+    """Tracked files that differ from HEAD: converted on the way in, changed behind git
+    status's back (size and time kept), or plainly uncommitted."""
     converted = sorted(facts.converted - BOOKKEEPING)
     if converted:
         one = len(converted) == 1
         return _refuse(
-            gate,
+            GATE,
             f"{_listed(converted)} {'differs' if one else 'differ'} from HEAD byte for byte, "
             f"though git status calls {'it' if one else 'them'} clean: git converts "
             f"{'it' if one else 'them'} on the way in (line endings, a clean filter)",
@@ -192,7 +193,7 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
     if unseen:
         it, its = ("it", "its") if len(unseen) == 1 else ("them", "their")
         return _refuse(
-            gate,
+            GATE,
             f"{_listed(unseen)} changed since HEAD, though git status calls {it} clean (it "
             f"trusts {its} unchanged size and modification time)",
             f"touch {_quoted(unseen)} so that git reads {it} again, then commit (git add "
@@ -202,36 +203,63 @@ def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verd
     if dirty:
         verb = "has" if len(dirty) == 1 else "have"
         return _refuse(
-            gate,
+            GATE,
             f"{_listed(dirty)} {verb} uncommitted changes",
             f"commit {'it' if len(dirty) == 1 else 'them'}: git add {_quoted(dirty)} && git commit "
             "(or discard with git restore), then submit again",
         )
-    for verdict in (_untracked(facts), _hidden(facts, policy), _local(facts)):
-        if verdict is not None:
-            return verdict
-    short = facts.head[:12]
+    return None
+
+
+def _pushed(facts: RepoFacts, policy: Policy) -> Verdict:
+    """HEAD holds every file; with require_pushed, HEAD is also on the branch's upstream."""
+    short = (facts.head or "")[:12]
     if not policy.require_pushed:
-        return _ok(gate, f"HEAD {short} holds every file submitted")
+        return _ok(GATE, f"HEAD {short} holds every file submitted")
     if facts.branch is None:
         return _refuse(
-            gate,
+            GATE,
             f"HEAD {short} is detached and campaign.yaml has require_pushed",
             "check out a branch (git switch -c NAME), then: " + _push(facts, "NAME"),
         )
     if facts.upstream is None:
         return _refuse(
-            gate,
+            GATE,
             f"branch {facts.branch} has no upstream and campaign.yaml has require_pushed",
             _push(facts, shlex.quote(facts.branch)),
         )
     if not facts.upstream_contains_head:
         return _refuse(
-            gate,
+            GATE,
             f"HEAD {short} is not on {facts.upstream} (require_pushed in campaign.yaml)",
             "git push, then submit again",
         )
-    return _ok(gate, f"HEAD {short} is committed and on {facts.upstream}")
+    return _ok(GATE, f"HEAD {short} is committed and on {facts.upstream}")
+
+
+def committed(facts: RepoFacts, *, paths: Sequence[str], policy: Policy) -> Verdict:
+    """What is submitted is what HEAD holds, byte for byte: the files named (manifest, policy,
+    wrappers, configs, every file the commands name) are in HEAD and identical to it, none
+    through a symlink out of the repository, none with an index bit that hides its changes;
+    no other tracked file differs from HEAD and no file is untracked (a job can read the whole
+    checkout), no file is ignored by a rule HEAD does not hold, none is ignored under
+    manifests/, queues/, scripts/; the runner's own files apart. With require_pushed, HEAD is
+    pushed. The first refusal, in that order, is the verdict."""
+    named = list(dict.fromkeys(paths))
+    checks: tuple[Callable[[], Verdict | None], ...] = (
+        lambda: _repository(facts),
+        lambda: _trick(facts, named),
+        lambda: _missing(facts, named),
+        lambda: _changed(facts),
+        lambda: _untracked(facts),
+        lambda: _hidden(facts, policy),
+        lambda: _local(facts),
+    )
+    for check in checks:
+        verdict = check()
+        if verdict is not None:
+            return verdict
+    return _pushed(facts, policy)
 
 
 def _push(facts: RepoFacts, branch: str) -> str:

@@ -19,7 +19,7 @@ from campaignops.backends import registry as backends
 from campaignops.backends.base import Kind
 from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 
 ELSEWHERE = "on another machine"
 # Where such a job's state can be read, and how it comes here.

@@ -14,9 +14,11 @@ from typing import Any
 
 from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
-from campaignops.model.jobspec import FINISHED, JobState
+from campaignops.model import backendpage
+from campaignops.model.jobspec import JobState
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
+from campaignops.model.states import FINISHED
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.elsewhere import THERE
@@ -63,7 +65,7 @@ def authorized(
     """The backend is one the policy lists, and the partition or queue asked for is on its page
     (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat)."""
     gate = "authorized"
-    page_path = f"backends/{backend}.md"
+    page_path = backendpage.path_of(backend)
     if backend not in policy.backends:
         known = ", ".join(policy.backends) or "none"
         return _refuse(

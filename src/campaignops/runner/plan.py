@@ -204,20 +204,15 @@ def warning(policy_seconds: int | None, time: str | None) -> int | None:
     return policy_seconds
 
 
-def plan(
-    *,
+def _selected(
     doc: Mapping[str, Any],
     manifest_path: str,
     stage: str,
-    policy: Policy,
-    workdir: str,
-    only: Sequence[str] = (),
-    cells: Sequence[Cell] = (),
-) -> list[PlannedJob]:
-    if stage not in STAGES:
-        raise UsageError(message=f"unknown stage {stage!r}", hint="use smoke, single or production")
-    smoke = doc.get("smoke") or {}
-    smoke_args = (smoke.get("args") or {}) if stage == "smoke" else {}
+    only: Sequence[str],
+    cells: Sequence[Cell],
+) -> list[manifest.Target]:
+    """The manifest's targets ``only`` names (all when empty); an unknown id, or more than one
+    target at stage single, is refused."""
     targets = list(manifest.targets(doc, cells))
     known = {t.id for t in targets}
     missing = [t for t in only if t not in known]
@@ -233,44 +228,72 @@ def plan(
             message=f"stage single runs one target; {len(targets)} selected",
             hint="pick one with --targets ID",
         )
+    return targets
+
+
+def _spec(
+    doc: Mapping[str, Any],
+    group: str,
+    members: Sequence[manifest.Target],
+    *,
+    stage: str,
+    policy: Policy,
+    workdir: str,
+) -> JobSpec:
+    """One phase's job: one array task per target, at the stage's resources."""
+    smoke = doc.get("smoke") or {}
+    smoke_args = (smoke.get("args") or {}) if stage == "smoke" else {}
+    tasks = tuple(task(t, doc, {**t.args, **smoke_args}, stage) for t in members)
+    name = job_name(policy.name or "campaign", members[0].id if len(members) == 1 else group, stage)
+    resources = resources_for(doc, members[0].phase, stage)
+    return JobSpec(
+        name=name,
+        workdir=workdir,
+        tasks=tasks,
+        resources=resources,
+        max_parallel=max_parallel(doc, policy),
+        mail_user=policy.notify_email,
+        warning_seconds=warning(policy.warning_seconds, resources.time),
+        requeue=policy.requeue,
+        env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
+        outputs=tuple(t.output for t in members) if any(t.output for t in members) else (),
+        preconditions=preconditions(doc),
+        box=dataclasses.replace(
+            box_settings(doc),
+            costs=tuple(cost({**t.args, **smoke_args}) for t in members),
+        ),
+    )
+
+
+def plan(
+    *,
+    doc: Mapping[str, Any],
+    manifest_path: str,
+    stage: str,
+    policy: Policy,
+    workdir: str,
+    only: Sequence[str] = (),
+    cells: Sequence[Cell] = (),
+) -> list[PlannedJob]:
+    if stage not in STAGES:
+        raise UsageError(message=f"unknown stage {stage!r}", hint="use smoke, single or production")
+    targets = _selected(doc, manifest_path, stage, only, cells)
     stem = PurePosixPath(manifest_path).stem
     phase_deps = {p.name: p.depends_on for p in manifest.phases(doc)}
     groups: dict[str, list[manifest.Target]] = {}
     for t in targets:
         groups.setdefault(t.phase or stem, []).append(t)
-    jobs: list[PlannedJob] = []
-    for group, members in groups.items():
-        tasks = tuple(task(t, doc, {**t.args, **smoke_args}, stage) for t in members)
-        name = job_name(
-            policy.name or "campaign", members[0].id if len(members) == 1 else group, stage
-        )
-        resources = resources_for(doc, members[0].phase, stage)
-        spec = JobSpec(
-            name=name,
-            workdir=workdir,
-            tasks=tasks,
-            resources=resources,
-            max_parallel=max_parallel(doc, policy),
-            mail_user=policy.notify_email,
-            warning_seconds=warning(policy.warning_seconds, resources.time),
-            requeue=policy.requeue,
-            env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
-            outputs=tuple(t.output for t in members) if any(t.output for t in members) else (),
-            preconditions=preconditions(doc),
-            box=dataclasses.replace(
-                box_settings(doc),
-                costs=tuple(cost({**t.args, **smoke_args}) for t in members),
-            ),
-        )
-        jobs.append(
+    return _ordered(
+        [
             PlannedJob(
-                spec=spec,
+                spec=_spec(doc, group, members, stage=stage, policy=policy, workdir=workdir),
                 group=group,
                 targets=tuple(t.id for t in members),
                 after_groups=tuple(d for d in phase_deps.get(group, ()) if d in groups),
             )
-        )
-    return _ordered(jobs)
+            for group, members in groups.items()
+        ]
+    )
 
 
 def _ordered(jobs: list[PlannedJob]) -> list[PlannedJob]:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from campaignops.model import ledger
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 from campaignops.views.render import duration
 
 ORDER = {stage: n for n, stage in enumerate(ledger.STAGES)}

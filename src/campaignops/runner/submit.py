@@ -13,22 +13,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends import charging
 from campaignops.backends import command as scheduler
 from campaignops.backends import registry as backends
 from campaignops.checks import manifests as man_checks
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError, InputError, UsageError
-from campaignops.model import catalog, ledger
+from campaignops.model import ledger
 from campaignops.model import ledger_writer as lw
 from campaignops.model import policy as policy_mod
+from campaignops.model.jobspec import JobState
 from campaignops.model.manifest import targets as manifest_targets
-from campaignops.runner import dispatch, elsewhere, gates, gitfacts, inputs, named, plan
+from campaignops.runner import dispatch, elsewhere, gates, gitfacts, inputs, judging, named, plan
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
@@ -37,11 +37,6 @@ Submitted = dispatch.Submitted
 Retry = dispatch.Retry
 Planned = dispatch.Planned
 Preflight = dispatch.Preflight
-# What a dry run's script shows where the ledger id and commit will go: a syntactically valid
-# id and commit, so every backend's validator accepts the preview.
-PREVIEW_LEDGER_ID = "L00000000T000000Z-000000000000"
-PREVIEW_COMMIT = "0" * 40
-
 Call = Callable[[Sequence[str]], scheduler.Call]
 
 
@@ -71,33 +66,6 @@ def _yaml(root: Path, rel: str) -> tuple[str, Any]:
     return text, yamldoc.load(text, path=rel)
 
 
-class CatalogFixes(Mapping[str, str]):
-    """failures.yaml's fix per entry id, read only if the breaker trips and asks (a catalog
-    that does not parse gives none: campaign check reports it)."""
-
-    def __init__(self, root: Path) -> None:
-        self._root = root
-        self._fixes: dict[str, str] | None = None
-
-    def _load(self) -> dict[str, str]:
-        if self._fixes is None:
-            try:
-                entries = catalog.load(self._root).entries
-            except CampaignError:
-                entries = ()
-            self._fixes = {e.id: e.fix for e in entries if e.fix}
-        return self._fixes
-
-    def __getitem__(self, key: str) -> str:
-        return self._load()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._load())
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-
 def failed_targets(jobs: Sequence[ledger.Job], stage: str, among: Sequence[str]) -> list[str]:
     """Targets (of ``among``) whose latest attempt at ``stage`` ended without success, or whose
     outputs campaign pull found missing, empty or different from the box's (ssh backends)."""
@@ -122,7 +90,9 @@ QUERY_REFUSED_HINT = (
 )
 
 
-def _reach(be: backends.Backend, name: str, call: Call, *, dry_run: bool) -> tuple[Any, str | None]:
+def _reach(
+    be: backends.Backend, name: str, call: Call, *, dry_run: bool
+) -> tuple[tuple[JobState, ...] | None, str | None]:
     """The no_sibling query's answer (live jobs), or, in a dry run, None and why it failed:
     a scheduler that does not answer, is not installed, or refuses the query of its queue."""
     argv = be.sibling_argv(())
@@ -154,10 +124,10 @@ class Ask:
     failed: bool = False  # only the targets whose latest attempt at the stage failed
 
 
-def _page_if_named(root: Path, policy: policy_mod.Policy, name: object) -> dict[str, Any] | None:
-    """The page of an authorized backend ``name``, or None (not a name, not authorized, or a
+def _page_if_named(root: Path, policy: policy_mod.Policy, name: str) -> dict[str, Any] | None:
+    """The page of an authorized backend ``name``, or None (not authorized, not a name, or a
     page that cannot be read: the gates after the MAN check say why)."""
-    if not isinstance(name, str) or name not in policy.backends:
+    if name not in policy.backends:
         return None
     try:
         return backends.page(root, backends.checked_name(name))
@@ -165,12 +135,8 @@ def _page_if_named(root: Path, policy: policy_mod.Policy, name: object) -> dict[
         return None
 
 
-def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
-    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
-    manifest, stage, targets, backend = ask.manifest, ask.stage, ask.targets, ask.backend
-    after, dry_run, override, failed = ask.after, ask.dry_run, ask.override, ask.failed
-    if backend is not None:
-        backends.checked_name(backend)  # before anything reads backends/{backend}.md
+def _read_policy(root: Path, manifest: str) -> policy_mod.Policy:
+    """campaign.yaml, refusing a queue file where a manifest is asked for."""
     _, policy_doc = _yaml(root, layout.POLICY_FILE)
     policy = policy_mod.from_data(policy_doc)
     if layout.QUEUE in layout.kinds_of(manifest, policy.globs):
@@ -179,76 +145,93 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
             hint=f"write a manifest with 'queue: {manifest}' and 'default_cmd: bash "
             "scripts/run_one.v1.sh' (manifests/example-queue.yaml is one), commit, submit that",
         )
-    text, doc = _yaml(root, manifest)
-    # Where the job would go, for the MAN check only (the box keys run on a box): the manifest
+    return policy
+
+
+def _checked_manifest(root: Path, ask: Ask, policy: policy_mod.Policy) -> tuple[Any, str]:
+    """The manifest (refused at its first MAN finding) and the backend the job goes to."""
+    text, doc = _yaml(root, ask.manifest)
+    going = policy_mod.backend_for(policy, ask.stage, doc, asked=ask.backend)
+    # Where the job goes matters to the MAN check (the box keys run on a box): the manifest
     # is not validated yet, so a backend it names that is no usable name is simply not a box.
-    going = backend or (doc.get("backend") if isinstance(doc, Mapping) else None)
-    going = going or (policy.smoke_backend if stage == "smoke" else None)
-    going = going or (policy.backends[0] if policy.backends else "local")
     going_page = _page_if_named(root, policy, going)
     going_kind = backends.kind_of(going_page)
     boxes = frozenset({going}) if going_kind is not None and going_kind.box_keys else frozenset()
     problems = list(
         man_checks.check_document(
-            manifest,
+            ask.manifest,
             doc,
             yamldoc.Locator(text),
             authorized=set(policy.backends),
             boxes=boxes,
-            backend=going if isinstance(going, str) else None,
-            hosts=man_checks.gpu_hosts({going: going_page}) if isinstance(going, str) else {},
+            backend=going,
+            hosts=man_checks.gpu_hosts({going: going_page}),
         )
     )
     if problems:
         first = problems[0]
         raise UsageError(
-            message=f"{manifest}:{first.line}:{first.col}: {first.id} {first.message}",
-            hint="fix the manifest first: campaign check " + manifest,
+            message=f"{ask.manifest}:{first.line}:{first.col}: {first.id} {first.message}",
+            hint="fix the manifest first: campaign check " + ask.manifest,
         )
-    name = (
-        backend
-        or doc.get("backend")
-        or (policy.smoke_backend if stage == "smoke" else None)
-        or (policy.backends[0] if policy.backends else "local")
-    )
-    page_rel = backends.page_path(name)
+    return doc, going
+
+
+def _backend(
+    root: Path, name: str, policy: policy_mod.Policy
+) -> tuple[dict[str, Any] | None, backends.Backend]:
+    """The backend's page and the backend itself. An unlisted backend or a missing page is
+    the authorized gate's refusal, even under --dry-run: with no backend there is no script."""
     page = backends.page(root, name) if name in policy.backends else None
-    # An unlisted backend or a missing page is the authorized gate's refusal, even under
-    # --dry-run: with no backend there is no script to show.
     gates.require((gates.authorized(name, policy=policy, page=page),))
-    be = backends.for_page(name, page, root=root)
-    cells, configs = (
-        inputs.queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ((), {})
-    )
-    history = ledger.read(root)
-    only = list(targets)
-    if failed:
+    return page, backends.for_page(name, page, root=root)
+
+
+def _jobs(
+    root: Path,
+    ask: Ask,
+    *,
+    doc: Any,
+    policy: policy_mod.Policy,
+    cells: Sequence[Any],
+    history: ledger.Ledger,
+) -> list[plan.PlannedJob] | None:
+    """The planned jobs, the first chained after ``ask.after``; None when ``ask.failed`` finds
+    no target to resubmit."""
+    only = list(ask.targets)
+    if ask.failed:
         every = [t.id for t in manifest_targets(doc, cells)]
-        only = failed_targets(history.jobs, stage, only or every)
+        only = failed_targets(history.jobs, ask.stage, only or every)
         if not only:
             return None
     jobs = plan.plan(
         doc=doc,
-        manifest_path=manifest,
-        stage=stage,
+        manifest_path=ask.manifest,
+        stage=ask.stage,
         policy=policy,
         workdir=str(root),
         only=only,
         cells=cells,
     )
-    if after:
-        chained = dataclasses.replace(jobs[0].spec, after=(after,))
+    if ask.after:
+        chained = dataclasses.replace(jobs[0].spec, after=(ask.after,))
         jobs = [dataclasses.replace(jobs[0], spec=chained), *jobs[1:]]
-    fps = inputs.fingerprints(
-        doc=doc,
-        cells=cells,
-        configs=configs,
-        stage=stage,
-        page=page,
-        root=root,
-        targets=[t for j in jobs for t in j.targets],
-        manifest_path=manifest,
-    )
+    return jobs
+
+
+def _files(
+    root: Path,
+    ask: Ask,
+    *,
+    name: str,
+    doc: Any,
+    policy: policy_mod.Policy,
+    configs: Mapping[str, str],
+    jobs: Sequence[plan.PlannedJob],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The wrappers the jobs run, and every file the submission names (for the committed gate):
+    the manifest, the policy, the backend page, the wrappers, every queue file, the configs and
+    the files the commands name."""
     tasks = [t for j in jobs for t in j.spec.tasks]
     wrappers = inputs.wrappers_in(tasks, root)
     queue_files = tuple(
@@ -257,63 +240,71 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     if isinstance(doc.get("queue"), str) and doc["queue"] not in queue_files:
         queue_files = (*queue_files, doc["queue"])
     paths = (
-        manifest,
+        ask.manifest,
         layout.POLICY_FILE,
-        page_rel,
+        backends.page_path(name),
         *wrappers,
         *queue_files,
         *configs,
         *named.files_named(tasks, root),
     )
+    return wrappers, paths
+
+
+def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
+    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
+    if ask.backend is not None:
+        backends.checked_name(ask.backend)  # before anything reads backends/{backend}.md
+    policy = _read_policy(root, ask.manifest)
+    doc, name = _checked_manifest(root, ask, policy)
+    page, be = _backend(root, name, policy)
+    cells, configs = (
+        inputs.queue_cells(root, doc["queue"]) if isinstance(doc.get("queue"), str) else ((), {})
+    )
+    history = ledger.read(root)
+    jobs = _jobs(root, ask, doc=doc, policy=policy, cells=cells, history=history)
+    if jobs is None:
+        return None
+    fps = inputs.fingerprints(
+        doc=doc,
+        cells=cells,
+        configs=configs,
+        stage=ask.stage,
+        page=page,
+        root=root,
+        targets=[t for j in jobs for t in j.targets],
+        manifest_path=ask.manifest,
+    )
+    wrappers, paths = _files(
+        root, ask, name=name, doc=doc, policy=policy, configs=configs, jobs=jobs
+    )
     repo = gitfacts.repo_facts(root, paths)
-    active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=dry_run)
-    fixes = CatalogFixes(root)
-    away = elsewhere.of(root, history.jobs)
-    planned: list[Planned] = []
-    earlier = 0.0  # phases are judged together: the budget counts the ones before
-    for job in jobs:
-        request = gates.Request(
-            campaign=policy.name,
-            manifest=manifest,
-            stage=stage,
-            backend=name,
-            targets=job.targets,
-            paths=paths,
-            partition=job.spec.resources.partition,
-            queue=job.spec.resources.queue,
-            override=override,
-            time_s=job.spec.time_s,
-            smoke_max_minutes=policy.smoke_max_minutes,
-            resources=job.spec.resources,
-            earlier_cost=earlier,
-        )
-        earlier += (
-            charging.estimate(job.spec.resources, len(job.targets), job.spec.time_s, page) or 0.0
-        )
-        verdicts = gates.evaluate(
-            request,
-            repo=repo,
-            policy=policy,
-            require_smoke=policy.require_smoke,
-            page=page,
-            fingerprints=fps,
-            jobs=history.jobs,
-            active=active,
-            fixes=fixes,
-            unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",
-            elsewhere=away,
-        )
-        comment = f"{PREVIEW_LEDGER_ID} {repo.head or PREVIEW_COMMIT}"
-        preview = dataclasses.replace(job.spec, comment=comment)
-        planned.append(Planned(job=job, verdicts=verdicts, script=be.render(preview)))
+    active, unreachable = _reach(be, name, backends.calling(be, call), dry_run=ask.dry_run)
+    facts = judging.Facts(
+        manifest=ask.manifest,
+        stage=ask.stage,
+        backend=name,
+        override=ask.override,
+        policy=policy,
+        page=page,
+        paths=paths,
+        repo=repo,
+        fingerprints=fps,
+        history=history,
+        active=active,
+        unreachable=unreachable,
+        fixes=judging.CatalogFixes(root),
+        elsewhere=elsewhere.of(root, history.jobs),
+    )
     return Preflight(
         root=root,
         name=name,
         backend=be,
+        page=page,
         policy=policy,
-        manifest=manifest,
-        stage=stage,
-        planned=tuple(planned),
+        manifest=ask.manifest,
+        stage=ask.stage,
+        planned=judging.judged(be, jobs, facts),
         fingerprints=fps,
         wrappers=wrappers,
         head=repo.head,

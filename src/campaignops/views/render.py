@@ -7,7 +7,6 @@ what would be rendered now.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from campaignops.core import layout, schema
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import InputError
 from campaignops.core.files import FileReader
-from campaignops.model import blocks, frontmatter
+from campaignops.model import backendpage, blocks
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
@@ -27,14 +26,10 @@ from campaignops.model import policy as policy_mod
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
 LOCAL_FAILURES_FILE = "failures.local.yaml"
-BACKENDS_DIR = "backends"
 MARKER_HINT = (
     "view blocks are '<!-- campaign:begin NAME -->' ... '<!-- campaign:end NAME -->', "
     "each marker alone on its line, not nested; NAME is one of "
 )
-
-# Backend names that can safely become a file name under backends/.
-_PAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 # ---------------------------------------------------------------------------------- sources
@@ -79,10 +74,10 @@ class Sources:
 
     def page(self, name: str) -> dict[str, Any] | None:
         """A backend page's front matter, or None when the backend has no page."""
-        rel = f"{BACKENDS_DIR}/{name}.md"
-        if not _PAGE_NAME.match(name) or not self.reader.exists(rel):
+        rel = backendpage.path_of(name)
+        if not backendpage.is_name(name) or not self.reader.exists(rel):
             return None
-        return frontmatter.mapping(self._text(rel), path=rel)
+        return backendpage.front_matter(self._text(rel), path=rel)
 
     def failures(self) -> Any:
         """The merged catalog: failures.yaml with failures.local.yaml over it by id."""
@@ -169,7 +164,7 @@ def render_backends(src: Sources) -> str:
         if page is None:
             rows.append([str(order), cell(name), "no page", NONE, NONE, NONE])
             continue
-        link = f"[{cell(name)}]({BACKENDS_DIR}/{name}.md)"
+        link = f"[{cell(name)}]({backendpage.path_of(name)})"
         facts = (page.get("kind"), page.get("scheduler"), _smoke(page), page.get("verified"))
         rows.append([str(order), link, *map(cell, facts)])
     return table(BACKENDS_HEADER, rows or _empty(BACKENDS_HEADER, "no authorized backends"))

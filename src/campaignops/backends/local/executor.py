@@ -53,7 +53,8 @@ from campaignops.backends.local.jobfiles import (
 from campaignops.backends.local.machine import EXECUTOR, Directives, fold, parse_directives
 from campaignops.backends.local.state import jobs, view
 from campaignops.core.errors import CampaignError
-from campaignops.model.jobspec import FINISHED, TASK_INDEX
+from campaignops.model.jobspec import TASK_INDEX
+from campaignops.model.states import FINISHED
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
 MEM_TICK_S = 1.0  # how often a task's memory is read (a /proc walk)

@@ -45,7 +45,8 @@ from campaignops.backends.ssh.instances import Instance
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import CampaignError
 from campaignops.model import catalog, manifest_keys
-from campaignops.model.jobspec import FINISHED, JobSpec
+from campaignops.model.jobspec import JobSpec
+from campaignops.model.states import FINISHED
 from campaignops.remote import boxexec
 
 HELPER = "campaignops.backends.local.gpu"

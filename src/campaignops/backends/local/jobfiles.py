@@ -40,7 +40,7 @@ from campaignops.backends.local.state import (
     started_by,
 )
 from campaignops.core.atomic import write_atomic
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 
 TASK_CANCELS = "cancel-tasks"
 Json = dict[str, Any]

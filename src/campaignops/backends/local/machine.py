@@ -48,8 +48,9 @@ from campaignops.backends import command as scheduler
 from campaignops.backends import script
 from campaignops.core.errors import CampaignError
 from campaignops.model import walltime
-from campaignops.model.jobspec import FINISHED, STATES, TASK_INDEX, JobSpec, JobState
-from campaignops.model.jobspec import worst as spec_worst
+from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState
+from campaignops.model.states import FINISHED, STATES
+from campaignops.model.states import worst as spec_worst
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
 EXECUTOR = "campaignops.backends.local.executor"

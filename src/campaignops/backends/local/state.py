@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.local.machine import JOB_ID, STARTED_BY
-from campaignops.model.jobspec import FINISHED, STATES
+from campaignops.model.states import FINISHED, STATES
 
 # job.json as localjobs.submit writes it: the keys readers use, with their types.
 _JOB_KEYS: dict[str, tuple[type, ...]] = {

@@ -27,7 +27,8 @@ from typing import Any
 
 from campaignops.core.errors import CampaignError
 from campaignops.model import walltime
-from campaignops.model.jobspec import FINISHED, JobState, worst
+from campaignops.model.jobspec import JobState
+from campaignops.model.states import FINISHED, worst
 
 COMMENT_VAR = "CAMPAIGN_COMMENT"
 SUBSTATE_TERMINATED = 91  # job.h: deleted (qdel) before or while it ran

@@ -25,8 +25,9 @@ from datetime import datetime, tzinfo
 from types import MappingProxyType
 
 from campaignops.core.errors import CampaignError
-from campaignops.model.jobspec import FINISHED, JobState
-from campaignops.model.jobspec import worst as spec_worst
+from campaignops.model.jobspec import JobState
+from campaignops.model.states import FINISHED
+from campaignops.model.states import worst as spec_worst
 
 # Comment last: it may hold "|".
 SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "Comment")  # fmt: skip

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from campaignops.model.jobspec import FINISHED, worst
+from campaignops.model.states import FINISHED, worst
 
 Json = dict[str, Any]
 

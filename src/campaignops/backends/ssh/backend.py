@@ -39,7 +39,8 @@ from campaignops.backends.local import machine as local
 from campaignops.backends.ssh.answers import index_of
 from campaignops.backends.ssh.instances import of_page
 from campaignops.core.errors import CampaignError
-from campaignops.model.jobspec import FINISHED, STATES, JobSpec, JobState, live
+from campaignops.model.jobspec import JobSpec, JobState, live
+from campaignops.model.states import FINISHED, STATES
 
 NAME = "ssh"
 SUBMIT = "campaignops.backends.ssh.submit"

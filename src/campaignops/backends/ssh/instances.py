@@ -18,6 +18,7 @@ from typing import Any
 
 from campaignops.core import yamldoc
 from campaignops.core.errors import InputError
+from campaignops.model import backendpage
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 # user@host or an ssh_config alias: no spaces, no option-looking leading "-", no shell words.
@@ -162,7 +163,7 @@ def parse(raw: Any, *, path: str) -> tuple[Instance, ...]:
 
 def of_page(root: Path, name: str, page: Mapping[str, Any] | None) -> tuple[Instance, ...]:
     """The instances of backend ``name``'s page (a list, or a campaign file holding one)."""
-    rel = f"backends/{name}.md"
+    rel = backendpage.path_of(name)
     raw = (page or {}).get("instances")
     if raw is None:
         raise InputError(

@@ -25,7 +25,7 @@ from campaignops.backends.ssh.instances import Instance, of_page
 from campaignops.backends.ssh.link import STATE
 from campaignops.core import layout
 from campaignops.core.errors import CampaignError, InputError
-from campaignops.model import ledger
+from campaignops.model import backendpage, ledger
 
 CONNECTION = ("host", "port", "identity", "known_hosts", "workdir")
 SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")
@@ -73,7 +73,7 @@ def page_instances(root: Path, backend: str) -> dict[str, Instance]:
     except InputError:
         raise
     except CampaignError as exc:
-        raise InputError(path=f"backends/{backend[:80]}.md", message=exc.message) from None
+        raise InputError(path=backendpage.path_of(backend[:80]), message=exc.message) from None
 
 
 def _same(recorded: object, trusted: object) -> bool:
@@ -177,7 +177,7 @@ def resolve(
 def refused_page(where: str, job_id: str, backend: str, exc: InputError) -> Refused:
     """A placement whose backend page gives no instances: never connected to either."""
     return Refused(
-        message=f"{where}: job {job_id}'s backend page backends/{backend}.md gives no "
+        message=f"{where}: job {job_id}'s backend page {backendpage.path_of(backend)} gives no "
         f"instance to check its placement against ({exc.message}): nothing connects to it",
         hint=exc.hint or REFUSED_HINT.format(job_id=job_id),
     )

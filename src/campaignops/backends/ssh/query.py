@@ -47,7 +47,7 @@ from campaignops.backends.ssh.placement import placements as placements
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import CampaignError, InputError
 from campaignops.model import ledger
-from campaignops.model.jobspec import FINISHED
+from campaignops.model.states import FINISHED
 
 Json = dict[str, Any]
 

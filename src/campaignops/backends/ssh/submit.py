@@ -216,13 +216,13 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
         raise SshBackendError(message=f"job {d.name}: comment {d.comment!r} is not 'LEDGER COMMIT'")
     commit = words[1]
     campaign = d.name.split(".", 1)[0]
-    instances = of_page(root, backend, backend_base.page(root, backend))
+    page = backend_base.page(root, backend)  # read once: instances, then OOM patterns
+    instances = of_page(root, backend, page)
     settings = box_of(script)
     parents = _parents(root, backend, after)
     raw_costs = settings.get("costs")
     costs = [float(c) for c in raw_costs] if isinstance(raw_costs, list) else None
     shares = deal(d.size, instances, costs)
-    page = backend_base.page(root, backend)
     patterns = (
         catalog.oom_patterns(
             catalog.load(root), backend=backend, kind=str((page or {}).get("kind") or "ssh")

@@ -65,16 +65,6 @@ class Side:
     unread: Mapping[str, str] = field(default_factory=dict)  # manifest → why it was not read
 
 
-def backend_for(doc: Mapping[str, Any], policy: policy_mod.Policy, stage: str) -> str:
-    """The backend `campaign submit` picks without --backend (runner/submit.py's order)."""
-    named = doc.get("backend")
-    return (
-        (named if isinstance(named, str) and named else None)
-        or (policy.smoke_backend if stage == "smoke" else None)
-        or (policy.backends[0] if policy.backends else "local")
-    )
-
-
 def _page(root: Path, name: str) -> Mapping[str, Any] | None:
     try:
         return backends.page(root, name)
@@ -99,7 +89,7 @@ def _cost(
     root: Path,
     policy: policy_mod.Policy,
 ) -> Cost:
-    backend = backend_for(doc, policy, stage)
+    backend = policy_mod.backend_for(policy, stage, doc)
     page = _page(root, backend)
     model = charging.charging(page)
     groups: dict[str | None, int] = {}
@@ -191,7 +181,7 @@ def _manifest(
     if size + len(cells) > manifest.MAX_TARGETS:
         raise ValueError(f"expands to more than {manifest.MAX_TARGETS} targets")
     every = list(manifest.targets(doc, cells))
-    backend = backend_for(doc, policy, JUDGED)
+    backend = policy_mod.backend_for(policy, JUDGED, doc)
     page = _page(root, backend)
     hardware = {t.id: accelerator.of(plan.resources_for(doc, t.phase, JUDGED), page) for t in every}
     files = inputs.named_digests(doc, every, root, manifest_path=rel, blobs=blobs)

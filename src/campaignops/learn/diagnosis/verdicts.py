@@ -13,18 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from campaignops.backends import registry
+from campaignops.model.states import STATE_CATEGORIES
 
-# Final states that name a category on their own.
-STATE_CATEGORIES = {
-    "OUT_OF_MEMORY": "oom-host",
-    "OOMKILLED": "oom-host",
-    "TIMEOUT": "timeout",
-    "DEADLINE": "timeout",
-    "DEADLINEEXCEEDED": "timeout",
-    "PREEMPTED": "preempted",
-    "NODE_FAIL": "node-failure",
-    "BOOT_FAIL": "node-failure",
-}
 # States that are not failures to explain.
 NOT_FAILURES = frozenset({"COMPLETED", "CANCELLED", "PENDING", "RUNNING", "UNKNOWN"})
 

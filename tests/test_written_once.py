@@ -1,0 +1,122 @@
+"""Knowledge written once (issue 17, "Knowledge is written more than once"): the finished-state
+set and the state → failure category map live in model/states.py, a backend page's place in
+model/backendpage.py, the rule that picks a submission's backend in model/policy.py. Another copy in the package fails here, so it cannot drift unseen.
+
+The box executor (remote/boxexec.py) runs with the standard library only and carries its own
+copy of the states it writes; tests/remote/test_boxexec_detach.py keeps that one in step.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import campaignops
+from campaignops.model.states import FINISHED, STATE_CATEGORIES
+
+PACKAGE = Path(campaignops.__file__).parent
+HOMES = {"model/states.py", "model/backendpage.py", "model/policy.py"}
+COPIES_ALLOWED = {"remote/boxexec.py"}  # standard library only: a checked copy
+
+
+def _modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel not in HOMES | COPIES_ALLOWED:
+            yield rel, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _strings(node: ast.AST) -> set[str] | None:
+    """The strings of a set, tuple or list literal made of string constants only, else None."""
+    if not isinstance(node, (ast.Set, ast.Tuple, ast.List)) or not node.elts:
+        return None
+    if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return {e.value for e in node.elts if isinstance(e, ast.Constant)}
+    return None
+
+
+def finished_sets(tree: ast.AST) -> list[int]:
+    """Lines where a literal spells the finished-state set."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Set, ast.Tuple, ast.List)) and _strings(node) == FINISHED
+    ]
+
+
+def category_maps(tree: ast.AST) -> list[int]:
+    """Lines where a dict literal maps final states to their failure categories."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            pairs = {
+                (k.value, v.value)
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)
+            }
+            if len(pairs & set(STATE_CATEGORIES.items())) >= 2:
+                found.append(node.lineno)
+    return found
+
+
+def page_places(tree: ast.AST) -> list[int]:
+    """Lines where an f-string builds a backend page's path (``f"backends/{name}.md"``)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = node.values
+            for before, value, after in zip(parts, parts[1:], parts[2:], strict=False):
+                if (
+                    isinstance(before, ast.Constant)
+                    and str(before.value).endswith("backends/")
+                    and isinstance(value, ast.FormattedValue)
+                    and isinstance(after, ast.Constant)
+                    and str(after.value).startswith(".md")
+                ):
+                    found.append(node.lineno)
+    return found
+
+
+def backend_picks(tree: ast.AST) -> list[int]:
+    """Lines where a submission's backend is picked by hand: ``x.smoke_backend if ...``."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.IfExp)
+        and isinstance(node.body, ast.Attribute)
+        and node.body.attr == "smoke_backend"
+    ]
+
+
+def test_the_finished_states_are_written_once() -> None:
+    copies = [f"{rel}:{line}" for rel, tree in _modules() for line in finished_sets(tree)]
+    assert not copies, f"import FINISHED from campaignops.model.states instead: {copies}"
+
+
+def test_the_state_categories_are_written_once() -> None:
+    copies = [f"{rel}:{line}" for rel, tree in _modules() for line in category_maps(tree)]
+    assert not copies, f"import STATE_CATEGORIES from campaignops.model.states: {copies}"
+
+
+def test_a_backend_page_is_placed_in_one_module() -> None:
+    copies = [f"{rel}:{line}" for rel, tree in _modules() for line in page_places(tree)]
+    assert not copies, f"name a page with campaignops.model.backendpage.path_of: {copies}"
+
+
+def test_the_backend_is_picked_by_one_rule() -> None:
+    copies = [f"{rel}:{line}" for rel, tree in _modules() for line in backend_picks(tree)]
+    assert not copies, f"call campaignops.model.policy.backend_for: {copies}"
+
+
+def test_the_detectors_see_a_copy() -> None:
+    source = (
+        'A = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED",'
+        ' "PREEMPTED", "NODE_FAIL"})\n'
+        'B = {"OUT_OF_MEMORY": "oom-host", "TIMEOUT": "timeout"}\n'
+        'C = f"backends/{name}.md"\n'
+        'D = a or (policy.smoke_backend if stage == "smoke" else None)\n'
+    )
+    tree = ast.parse(source)
+    found = (finished_sets(tree), category_maps(tree), page_places(tree), backend_picks(tree))
+    assert found == ([1], [2], [3], [4])
