@@ -141,4 +141,4 @@ def module_for(page: Mapping[str, Any] | None) -> str | None:
     if scheduler_name in ("slurm", "pbs"):
         return str(scheduler_name)
     kind = page.get("kind")
-    return str(kind) if kind in ("local", "ssh") else None
+    return str(kind) if kind in ("local", "ssh", "gridengine") else None

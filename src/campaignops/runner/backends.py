@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from campaignops.backends.gridengine import GridEngineBackend
 from campaignops.errors import UsageError
 from campaignops.runner import localbackend, pbs, slurm, sshbox
 from campaignops.runner.backend_base import BACKEND_NAME as BACKEND_NAME
@@ -45,6 +46,7 @@ MODULES: Mapping[str, Callable[[Path, str], Backend]] = {
     "pbs": _module(pbs),
     "local": localbackend.LocalBackend,
     "ssh": sshbox.SshBackend,
+    "gridengine": GridEngineBackend,
 }
 
 
