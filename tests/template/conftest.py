@@ -34,7 +34,7 @@ MATRIX: tuple[Mapping[str, str], ...] = (
     },
 )
 # Pages whose site facts are placeholders the user must fill in (flagged by STALE002).
-PLACEHOLDER_PAGES = ("generic-slurm", "generic-pbs")
+PLACEHOLDER_PAGES = ("generic-slurm", "generic-pbs", "generic-gridengine")
 
 
 # What a pip install of campaignops from a git repository needs (`schemas` is a symlink into the
