@@ -1,0 +1,175 @@
+"""Stories on the real Grid Engine cell (dev/gridengine_cell.py): a campaign from
+``campaign new … backends=generic-gridengine,local smoke_backend=generic-gridengine`` submits
+with real qsub, learns each task's end from real qstat -xml and qacct, cancels with real qdel.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaignops import ledger
+from tests.scenarios.conftest import Life
+
+pytestmark = pytest.mark.gridengine
+
+BACKEND = "generic-gridengine"
+
+FAILING = """\
+backend: generic-gridengine
+resources: {time: "00:05:00", mem: 200M}
+jobs:
+  - {id: good, cmd: "true"}
+  - id: bad
+    cmd: bash -c 'echo "./run.sh: line 4: $(printf "%s" "\\$")'"'"'\\\\r'"'"': command not found" >&2; exit 127'
+"""
+
+PHASES = """\
+backend: generic-gridengine
+resources: {{time: "00:05:00", mem: 200M}}
+phases:
+  - name: a
+    jobs:
+      - {{id: a1, cmd: "true"}}
+      - {{id: a2, cmd: {a2}}}
+  - name: b
+    depends_on: a
+    jobs:
+      - id: b1
+        cmd: mkdir -p "$CAMPAIGN_OUT" && touch "$CAMPAIGN_OUT/b1-ran"
+"""
+
+PAIR = """\
+backend: generic-gridengine
+resources: {time: "00:10:00", mem: 200M}
+max_parallel: 2
+jobs:
+  - {id: slow, cmd: "sleep 300"}
+  - {id: other, cmd: "sleep 300"}
+"""
+
+# Each task holds 300 MB for 4 s: the execd samples its vmem (maxvmem) while it runs.
+HEAVY = """\
+backend: generic-gridengine
+resources: {time: "00:05:00", mem: 4G}
+max_parallel: 3
+jobs:
+  - {id: h1, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(4)'"}
+  - {id: h2, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(4)'"}
+  - {id: h3, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(4)'"}
+"""
+
+
+@pytest.fixture
+def sge(new_campaign: Callable[..., Path], run: Any, gridengine_cell: Any) -> Life:
+    root = new_campaign(
+        "sge", f"backends={BACKEND},local", f"smoke_backend={BACKEND}", "require_pushed=no"
+    )
+    return Life(root=root, backend=BACKEND, run=run)
+
+
+def _until(
+    life: Life, ok: Callable[[ledger.Job], bool], what: str, timeout: float = 90
+) -> ledger.Job:
+    deadline = time.monotonic() + timeout
+    while True:
+        assert life.run("status", "--refresh").code == 0
+        job = life.jobs()[-1]
+        if ok(job):
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not seen within {timeout} s: {dict(job.record)}")
+        time.sleep(0.5)
+
+
+def test_the_example_smoke_completes_with_its_own_ids_then_production_is_allowed(
+    sge: Life,
+) -> None:
+    early = sge.submit("manifests/example.yaml", "production")
+    assert early.code == 1 and "smoke_first" in early.out + early.err
+    assert sge.submit("manifests/example.yaml", "smoke").code == 0
+    job = sge.wait(timeout=90)
+    assert job.state == "COMPLETED" and job.job_id and job.job_id.isdigit()
+    status = (sge.root / "STATUS.md").read_text()
+    for index in range(4):
+        assert f"COMPLETED ({job.job_id} task {index})" in status
+        log = sge.root / "logs" / f"sge.example.smoke.o{job.job_id}.{index + 1}"
+        assert log.is_file()
+    later = sge.submit("manifests/example.yaml", "production")
+    assert later.code == 0, later.err
+    prod = sge.wait(timeout=120)
+    assert prod.state == "COMPLETED" and prod.job_id != job.job_id
+
+
+def test_a_failing_cell_is_failed_with_its_diagnosis(sge: Life) -> None:
+    sge.write("manifests/failing.yaml", FAILING)
+    assert sge.submit("manifests/failing.yaml", "smoke").code == 0
+    job = sge.wait(timeout=90)
+    good, bad = job.task("good"), job.task("bad")
+    assert good is not None and good.state == "COMPLETED"
+    assert bad is not None and bad.state == "FAILED" and bad.exit_code == 127
+    tasks = job.record["tasks"]
+    assert tasks["1"]["diagnosis"]["entry"] == "crlf-script", tasks["1"]
+    shown = sge.run("diagnose", f"{job.job_id}_1")
+    assert shown.code in (0, 1) and "crlf-script" in shown.out + shown.err
+
+
+@pytest.mark.parametrize("parent_ok", [True, False], ids=["parent-ok", "parent-failed"])
+def test_the_child_phase_starts_only_after_a_successful_parent(sge: Life, parent_ok: bool) -> None:
+    sge.write("manifests/phases.yaml", PHASES.format(a2=repr("true" if parent_ok else "exit 3")))
+    sub = sge.run("submit", "manifests/phases.yaml", "--stage", "smoke")
+    assert sub.code == 0, sub.err
+    a, b = sge.jobs()[-2:]
+    assert b.record["after"] == [a.job_id]
+    child = _until(sge, lambda j: j.state in ("COMPLETED", "FAILED"), "the child's end", 120)
+    parent = ledger.read(sge.root).by_id[a.ledger_id]
+    ran = sge.root / "runs" / "smoke" / "b1-ran"
+    if parent_ok:
+        assert parent.state == "COMPLETED" and child.state == "COMPLETED" and ran.exists()
+        return
+    assert parent.state == "FAILED"
+    assert child.state == "FAILED" and child.record["exit_code"] == 95
+    assert not ran.exists()  # the child's task never started
+    log = (sge.root / "logs" / f"sge.phases.smoke.o{child.job_id}").read_text()
+    assert f"campaign: afterok: parent job {a.job_id} task 2 ended with 3" in log
+
+
+def test_cancel_one_target_then_the_whole_job(sge: Life) -> None:
+    sge.write("manifests/pair.yaml", PAIR)
+    assert sge.submit("manifests/pair.yaml", "smoke").code == 0
+    job = _until(
+        sge,
+        lambda j: all(
+            (t := j.task(x)) is not None and t.state == "RUNNING" for x in ("slow", "other")
+        ),
+        "both tasks running",
+    )
+    one = sge.run("cancel", str(job.job_id), "--targets", "other")
+    assert one.code == 0, one.err
+    job = _until(
+        sge,
+        lambda j: (t := j.task("other")) is not None and t.state == "CANCELLED",
+        "other cancelled",
+    )
+    assert job.record["cancel_ids"] == [f"{job.job_id}.2"]
+    slow = job.task("slow")
+    assert slow is not None and slow.state == "RUNNING"
+    assert sge.run("cancel", str(job.job_id)).code == 0
+    job = _until(sge, lambda j: j.state == "CANCELLED", "the job cancelled")
+
+
+def test_audit_resources_recommends_memory_from_maxvmem(sge: Life) -> None:
+    sge.write("manifests/heavy.yaml", HEAVY)
+    assert sge.submit("manifests/heavy.yaml", "smoke").code == 0
+    job = sge.wait(timeout=120)
+    assert job.state == "COMPLETED"
+    peaks = [int(str(t["max_rss"])[:-1]) for t in job.record["tasks"].values()]
+    assert all(p > 300 * 1024 for p in peaks), peaks  # maxvmem, in KiB
+    audit = sge.run("audit", "resources")
+    assert audit.code in (0, 1), audit.err
+    line = next(x for x in audit.out.splitlines() if "heavy" in x and " mem " in x)
+    assert "4G (keep)" not in line and "G" in line or "M" in line, audit.out
