@@ -122,9 +122,11 @@ def test_the_child_phase_starts_only_after_a_successful_parent(sge: Life, parent
     sge.write("manifests/phases.yaml", PHASES.format(a2=repr("true" if parent_ok else "exit 3")))
     sub = sge.run("submit", "manifests/phases.yaml", "--stage", "smoke")
     assert sub.code == 0, sub.err
-    a, b = sge.jobs()[-2:]
+    # Both submitted within a second: the ledger ids' order is not the phases' order.
+    named = {j.text("name"): j for j in sge.jobs()}
+    a, b = named["sge.a.smoke"], named["sge.b1.smoke"]
     assert b.record["after"] == [a.job_id]
-    child = _until(sge, lambda j: j.state in ("COMPLETED", "FAILED"), "the child's end", 120)
+    child = sge.wait(b.ledger_id, timeout=120)
     parent = ledger.read(sge.root).by_id[a.ledger_id]
     ran = sge.root / "runs" / "smoke" / "b1-ran"
     if parent_ok:
@@ -133,8 +135,9 @@ def test_the_child_phase_starts_only_after_a_successful_parent(sge: Life, parent
     assert parent.state == "FAILED"
     assert child.state == "FAILED" and child.record["exit_code"] == 95
     assert not ran.exists()  # the child's task never started
-    log = (sge.root / "logs" / f"sge.phases.smoke.o{child.job_id}").read_text()
+    log = (sge.root / "logs" / f"sge.b1.smoke.o{child.job_id}").read_text()
     assert f"campaign: afterok: parent job {a.job_id} task 2 ended with 3" in log
+    assert child.record["diagnosis"]["entry"] == "gridengine-afterok-parent-failed"
 
 
 def test_cancel_one_target_then_the_whole_job(sge: Life) -> None:

@@ -54,7 +54,7 @@ def settings(page: Mapping[str, Any] | None, name: str) -> rendering.PageSetting
             hint="write the resource your site enforces (qconf -sc lists the complexes)",
         )
     pe = page.get("parallel_environment", "smp")
-    notify = page.get("notify", True)
+    notify = page.get("notify", False)
     if not isinstance(pe, str) or not isinstance(notify, bool):
         raise UsageError(
             message=f"backends/{name}.md: parallel_environment must be a name, notify true/false",

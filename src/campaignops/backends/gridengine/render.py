@@ -8,8 +8,9 @@ Checked on a real cell (dev/gridengine_cell.py, tests/backends/gridengine/):
 - ``-o <log dir>/$JOB_NAME.o$JOB_ID[.$TASK_ID] -j y``: one log per task, in a directory that
   must exist when the task starts (else the task goes to ``Eqw``); the runner makes it.
 - ``-l h_rt`` is the kill; a warning asks for ``-l s_rt`` that much earlier (SIGUSR1 to the job,
-  the same signal as Slurm's ``--signal=B:USR1@N``) and ``-notify`` (SIGUSR2 before a kill by
-  qdel, passed on as SIGUSR1).
+  the same signal as Slurm's ``--signal=B:USR1@N``), and, where the page says ``notify: true``,
+  ``-notify`` (SIGUSR2 before a kill by qdel, passed on as SIGUSR1; the job is then never
+  rescheduled: on the real cell a qdel'd task that checkpointed and exited 99 was rescheduled).
 - Memory: the page's ``memory_resource`` (``h_vmem`` enforced, ``mem_free``/``virtual_free``
   only scheduled), per slot as Grid Engine counts it: the manifest's job memory divided by
   ``cpus`` (the slots of ``-pe <parallel_environment> <cpus>``).
@@ -68,7 +69,7 @@ class PageSettings:
 
     memory_resource: str = "h_vmem"
     parallel_environment: str = "smp"
-    notify: bool = True
+    notify: bool = False
 
 
 def valid(what: str, value: str) -> str:
@@ -196,7 +197,7 @@ def _ending(spec: JobSpec) -> list[str]:
     """After the task: the verdict for children, then an exit status Grid Engine reads as one."""
     where = shlex.quote(f"{log_dir(spec)}/{AFTEROK_DIR}")
     task = '"$SGE_TASK_ID"' if spec.is_array else "1"
-    requeue = '[ "${campaign_requeue:-0}" = 1 ] && exit 99'
+    requeue = '[ "${campaign_requeue:-0}${campaign_deleting:-0}" = 10 ] && exit 99'
     return [
         *([requeue] if spec.requeue and spec.warning_seconds else []),
         f"mkdir -p {where} && printf '%s\\n' {len(spec.tasks)} > {where}/\"$JOB_ID\".tasks && "
@@ -216,6 +217,7 @@ def render(spec: JobSpec, settings: PageSettings) -> str:
         raise GridEngineRefusal(message=f"job {spec.name!r} has no tasks", hint="plan a target")
     index = "$((SGE_TASK_ID - 1))" if spec.is_array else "0"
     warned = spec.warning_seconds is not None
+    notified = warned and settings.notify
     body = script.body(
         spec.tasks,
         warned=warned,
@@ -237,8 +239,9 @@ def render(spec: JobSpec, settings: PageSettings) -> str:
                 f"export {valid('environment name', k)}={shlex.quote(v)}"
                 for k, v in sorted(spec.env.items())
             ),
-            # -notify: SIGUSR2 comes 60 s (the queue's notify) before qdel's SIGKILL.
-            *(["trap 'kill -USR1 $$' USR2"] if warned else []),
+            # -notify: SIGUSR2 comes the queue's notify time (60 s) before qdel's SIGKILL: the
+            # task gets its warning, and the job is not rescheduled (a delete must win).
+            *(["trap 'campaign_deleting=1; kill -USR1 $$' USR2"] if notified else []),
             *afterok_check(spec),
             *body[:-1],
             *_ending(spec),
