@@ -176,3 +176,14 @@ def test_audit_resources_recommends_memory_from_maxvmem(sge: Life) -> None:
     line = next(x for x in audit.out.splitlines() if "heavy" in x and " mem " in x)
     # maxvmem ~311M over 3 tasks, +50 % headroom: seen as "4G → 512M"
     assert "4G → " in line and "over 3 tasks" in line, audit.out
+
+
+def test_a_dry_run_without_a_reachable_qmaster_says_no_sibling_was_not_checked(
+    sge: Life, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    dry = sge.submit("manifests/example.yaml", "smoke", "--dry-run")
+    assert dry.code == 0, dry.err
+    assert "no_sibling   pass   not checked" in dry.out
+    assert "#$ -t 1-4" in dry.out
