@@ -27,7 +27,7 @@ MATRIX: tuple[Mapping[str, str], ...] = (
     },
     {"backends": "vast-ai,runpod,lambda,generic-ssh", "ci": "both", "domain": "ml-training"},
     {
-        "backends": "generic-slurm,generic-pbs,kubernetes,local",
+        "backends": "generic-slurm,generic-pbs,generic-gridengine,kubernetes,local",
         "ci": "none",
         "domain": "quantum-chemistry",
         "require_pushed": "no",
