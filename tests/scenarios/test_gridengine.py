@@ -188,3 +188,29 @@ def test_a_dry_run_without_a_reachable_qmaster_says_no_sibling_was_not_checked(
     assert dry.code == 2 and "nothing submitted" in dry.out, dry.out + dry.err
     assert "no_sibling   pass   not checked" in dry.out
     assert "#$ -t 1-4" in dry.out
+
+
+# slowpoke outlives h_rt; hog's four processes of 150 MB pass h_vmem=400M together (the execd
+# kills the job: failed 37), while each alone stays under the address-space limit.
+KILLED = """\
+backend: generic-gridengine
+resources: {time: "00:00:05", mem: 400M}
+jobs:
+  - {id: slowpoke, cmd: "sleep 60"}
+  - id: hog
+    cmd: >-
+      bash -c 'for i in 1 2 3 4; do python3 -c "import time; b = bytearray(150 << 20);
+      time.sleep(20)" & done; wait'
+"""
+
+
+def test_h_rt_and_h_vmem_kills_are_timeout_and_out_of_memory(sge: Life) -> None:
+    sge.write("manifests/killed.yaml", KILLED)
+    assert sge.submit("manifests/killed.yaml", "smoke").code == 0
+    job = sge.wait(timeout=90)
+    slowpoke, hog = job.record["tasks"]["0"], job.record["tasks"]["1"]
+    assert (slowpoke["state"], slowpoke["exit_code"]) == ("TIMEOUT", 137), slowpoke
+    assert slowpoke["diagnosis"]["category"] == "timeout"
+    assert (hog["state"], hog["exit_code"]) == ("OUT_OF_MEMORY", 137), hog
+    assert hog["diagnosis"]["category"] == "oom-host"
+    assert job.state == "TIMEOUT"  # the worse of the two (spec.WORST_FIRST)
