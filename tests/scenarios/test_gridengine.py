@@ -49,6 +49,8 @@ max_parallel: 2
 jobs:
   - {id: slow, cmd: "sleep 300"}
   - {id: other, cmd: "sleep 300"}
+  - {id: third, cmd: "sleep 300"}
+  - {id: waiting, cmd: "sleep 300"}
 """
 
 # Each task holds 300 MB for 4 s: the execd samples its vmem (maxvmem) while it runs.
@@ -160,8 +162,14 @@ def test_cancel_one_target_then_the_whole_job(sge: Life) -> None:
     assert job.record["cancel_ids"] == [f"{job.job_id}.2"]
     slow = job.task("slow")
     assert slow is not None and slow.state == "RUNNING"
+    waiting = job.task("waiting")
+    # -tc 2: third took other's place, waiting never started
+    assert waiting is not None and waiting.state == "PENDING"
     assert sge.run("cancel", str(job.job_id)).code == 0
     job = _until(sge, lambda j: j.state == "CANCELLED", "the job cancelled")
+    # qdel of a waiting task leaves no qacct record: qstat -s z and its missing log say so
+    waiting = job.task("waiting")
+    assert waiting is not None and waiting.state == "CANCELLED"
 
 
 def test_audit_resources_recommends_memory_from_maxvmem(sge: Life) -> None:

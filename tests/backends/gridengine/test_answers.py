@@ -91,3 +91,19 @@ def test_live_and_ended_tasks_of_one_array_fold_together() -> None:
 def test_qacct_before_any_job_ended_is_an_empty_answer() -> None:
     assert states.parse_states(["No jobs running since startup\n"]) == {}
     assert 1 in backend.PARTIAL_ANSWER
+
+
+def test_a_task_deleted_while_it_waited_is_cancelled_by_its_zombie() -> None:
+    """qstat -s prsz after qdel of a held array (job 1) and a held job (3), and a job that ran
+    (2): only qstat's zombie list knows 1 and 3 (qacct never does); none of them has a log."""
+    xml = _read("gridengine_qstat_u_xml_s_prsz_zombies.xml")
+    acct = _read("gridengine_qacct_o_j_zombies.txt")
+    found = states.parse_states([xml, acct], started=lambda job, task, name: job == "2")
+    assert found["1"].state == "CANCELLED" and len(found["1"].tasks) == 3
+    assert {t.reason for t in found["1"].tasks.values()} == {states.DELETED_WAITING}
+    assert found["3"].state == "CANCELLED"
+    assert found["2"].state == "COMPLETED"  # its qacct record wins over its zombie
+    # A zombie with a log whose record is not read yet (the accounting flush): not judged.
+    lagging = states.parse_states([xml], started=lambda job, task, name: True)
+    assert {s.state for s in lagging.values()} == {"UNKNOWN", "RUNNING"}
+    assert lagging["3"].state == "UNKNOWN"

@@ -10,7 +10,9 @@ resource the site enforces, which parallel environment gives slots, and whether 
 - Status: ONE ``qstat -u <user> -xml`` (live tasks) and ONE ``qacct -o <user> -j`` (ended
   ones), both under ``TZ=UTC0``: they print local times without a zone. qacct exits 1 with
   "No jobs running since startup" before the cell's first job ended: an answer (no records).
-- A task deleted while it waited leaves no qacct record: it stays as it was last seen.
+- A task deleted while it waited leaves no qacct record: qstat ``-s z`` still lists it among
+  the qmaster's finished jobs (``finished_jobs``, 100 by default), and it never got a log:
+  CANCELLED. A zombie with a log is UNKNOWN until its qacct record arrives.
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ class GridEngineBackend:
 
     def __init__(self, root: Path, name: str) -> None:
         self._settings = settings(backend_base.page(root, name), name)
+        self._root = root
+
+    def _started(self, job: str, task: int | None, name: str | None) -> bool:
+        """A task started once Grid Engine opened its log (-o): a zombie without one was
+        deleted while it waited. No name: cannot tell, so it counts as started."""
+        index = None if task is None else task - 1
+        return name is None or (self._root / self.log_path(job, name=name, index=index)).exists()
 
     def render(self, spec: JobSpec) -> str:
         return rendering.render(spec, self._settings)
@@ -91,10 +100,12 @@ class GridEngineBackend:
         if not job_ids:
             return []
         user = _user()
-        return [[*TZ_UTC, "qstat", "-u", user, "-xml"], [*TZ_UTC, "qacct", "-o", user, "-j"]]
+        # -s prsz: the live jobs and the zombies (ended: run, or deleted while waiting)
+        qstat = [*TZ_UTC, "qstat", "-u", user, "-xml", "-s", "prsz"]
+        return [qstat, [*TZ_UTC, "qacct", "-o", user, "-j"]]
 
     def parse_states(self, outputs: Sequence[str]) -> dict[str, JobState]:
-        return states.parse_states(outputs)
+        return states.parse_states(outputs, started=self._started)
 
     def sibling_argv(self, names: Sequence[str]) -> list[str]:
         del names  # the gate matches jobs to targets; qstat has no name filter for a list

@@ -38,8 +38,15 @@ class Live:
     started: str | None
 
 
+ZOMBIE = "z"  # qstat -s z: ended (run to its end, or deleted while it waited)
+ENDED_UNACCOUNTED = "ended; no accounting record yet"
+
+
 def state_of(letters: str) -> tuple[str, str | None]:
-    """Slurm's state name for qstat's letters, and why, when the letters say more."""
+    """Slurm's state name for qstat's letters, and why, when the letters say more. A zombie
+    (``z``) has ended, but only qacct says how: UNKNOWN until its record is read."""
+    if letters == ZOMBIE:
+        return "UNKNOWN", ENDED_UNACCOUNTED
     if "E" in letters:
         return "PENDING", f"Grid Engine error state ({letters}): qstat -j <id> says why"
     if "d" in letters:

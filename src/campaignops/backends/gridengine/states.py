@@ -3,7 +3,7 @@ names, the campaign's 0-based task indices: Grid Engine's task t is index t - 1)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timezone, tzinfo
 from types import MappingProxyType
 
@@ -19,8 +19,20 @@ def task_ref(job: str, task: int | None) -> str:
     return job if task is None else f"{job}.{task}"
 
 
-def _live(item: qstatxml.Live) -> JobState:
+# Whether a task (job, Grid Engine task id or None, job name) ever started: its log exists.
+Started = Callable[[str, "int | None", "str | None"], bool]
+DELETED_WAITING = "deleted before it started (no log, no accounting record)"
+
+
+def _live(item: qstatxml.Live, started: Started | None) -> JobState:
     state, why = qstatxml.state_of(item.letters)
+    if (
+        why == qstatxml.ENDED_UNACCOUNTED
+        and started
+        and not started(item.job, item.task, item.name)
+    ):
+        # qdel of a waiting task leaves no qacct record, ever: qstat -s z is its only trace.
+        state, why = "CANCELLED", DELETED_WAITING
     return JobState(
         job_id=task_ref(item.job, item.task),
         state=state,
@@ -61,12 +73,12 @@ def _ended(record: qacct.Ended) -> JobState:
 
 def _fold(job: str, tasks: Sequence[JobState]) -> JobState:
     states = [t.state for t in tasks]
-    live = [s for s in states if s not in FINISHED]
+    live = [s for s in states if s not in FINISHED]  # UNKNOWN: ended, not yet accounted
     codes = [t.exit_code for t in tasks if t.exit_code is not None]
     rss = [int(t.max_rss[:-1]) for t in tasks if t.max_rss]
     return JobState(
         job_id=job,
-        state=("RUNNING" if "RUNNING" in live else "PENDING") if live else worst(states),
+        state=(("PENDING" if set(live) == {"PENDING"} else "RUNNING") if live else worst(states)),
         exit_code=None if live else next((c for c in codes if c != 0), 0 if codes else None),
         name=next((t.name for t in tasks if t.name), None),
         submitted=min((t.submitted for t in tasks if t.submitted), default=None),
@@ -84,23 +96,28 @@ def _fold(job: str, tasks: Sequence[JobState]) -> JobState:
 
 def _combine(job: str, live: Iterable[JobState], ended: Iterable[JobState]) -> JobState:
     by_task: dict[int | None, JobState] = {s.task: s for s in ended}
-    by_task.update({s.task: s for s in live})  # a rescheduled task runs again: live wins
+    for s in live:  # a rescheduled task runs again: live wins; a zombie's record wins over it
+        if s.reason not in (qstatxml.ENDED_UNACCOUNTED, DELETED_WAITING) or s.task not in by_task:
+            by_task[s.task] = s
     if set(by_task) == {None}:
         return by_task[None]
     return _fold(job, [s for t, s in by_task.items() if t is not None])
 
 
-def parse_states(outputs: Sequence[str], *, zone: tzinfo = timezone.utc) -> dict[str, JobState]:
+def parse_states(
+    outputs: Sequence[str], *, zone: tzinfo = timezone.utc, started: Started | None = None
+) -> dict[str, JobState]:
     """Every job in qstat's XML and qacct's records (either output, in any order), by id.
 
     ``zone`` is where qstat and qacct ran: UTC for the backend's queries (``TZ=UTC0``), or a
-    recording's own zone."""
+    recording's own zone. ``started`` tells a zombie task that never started (CANCELLED: deleted
+    while it waited) from one whose record is still on its way (UNKNOWN); without it, UNKNOWN."""
     live: dict[str, list[JobState]] = {}
     ended: dict[str, list[JobState]] = {}
     for out in outputs:
         if out.lstrip().startswith("<"):
             for item in qstatxml.parse(out, zone):
-                live.setdefault(item.job, []).append(_live(item))
+                live.setdefault(item.job, []).append(_live(item, started))
         else:
             for record in qacct.parse(out, zone).values():
                 ended.setdefault(record.job, []).append(_ended(record))
