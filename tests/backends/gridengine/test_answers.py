@@ -3,12 +3,14 @@ gridengine_*: qsub -terse, qstat -u -xml, qacct -j), recorded by dev/gridengine_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from campaignops.backends.gridengine import backend, qstatxml, states
+from campaignops.runner import scheduler
 
 RECORDED = Path(__file__).resolve().parents[2] / "runner" / "recorded"
 CET = timezone(timedelta(hours=1))
@@ -107,3 +109,22 @@ def test_a_task_deleted_while_it_waited_is_cancelled_by_its_zombie() -> None:
     lagging = states.parse_states([xml], started=lambda job, task, name: True)
     assert {s.state for s in lagging.values()} == {"UNKNOWN", "RUNNING"}
     assert lagging["3"].state == "UNKNOWN"
+
+
+def test_lookup_finds_a_lost_job_by_name_in_one_qstat_and_one_qacct(
+    be: backend.GridEngineBackend,
+) -> None:
+    answers = {
+        "qstat": _read("gridengine_qstat_u_xml_pending_ranges.xml"),
+        "qacct": _read("gridengine_qacct_o_j_berlin.txt"),
+    }
+    calls: list[str] = []
+
+    def call(argv: Sequence[str]) -> scheduler.Call:
+        calls.append(argv[2])  # past env TZ=UTC0
+        return scheduler.Call(argv=tuple(argv), stdout=answers[argv[2]], attempts=1)
+
+    found = be.lookup(["rec.hrt", "rec.tc"], call)
+    assert calls == ["qstat", "qacct"]
+    assert {s.name for s in found.values()} == {"rec.hrt", "rec.tc"}
+    assert found["10"].state == "TIMEOUT" and found["2"].state == "RUNNING"
