@@ -1,7 +1,8 @@
 """The one interface every backend provides (``Backend``), and which backend a page picks.
 
 A backend page's front matter picks the module: `scheduler: slurm` → slurm, `scheduler: pbs`
-→ pbs, `kind: local` → local, `kind: ssh` → ssh (rented GPUs and bare SSH boxes). Kubernetes,
+→ pbs, `kind: local` → local, `kind: ssh` → ssh (rented GPUs and bare SSH boxes), `kind:
+gridengine` → backends/gridengine (GridEngineBackend). Kubernetes,
 notebooks and clouds have pages but no runner module yet: submitting to them is refused with
 that reason.
 
@@ -56,7 +57,7 @@ def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backen
         kind = (page or {}).get("kind", "unknown")
         raise UsageError(
             message=f"backend {name!r} (kind {kind}) has no runner module: campaign submit "
-            "drives Slurm, PBS Pro, SSH boxes and the local machine",
+            "drives Slurm, PBS Pro, Grid Engine, SSH boxes and the local machine",
             hint=f"follow backends/{name}.md to start jobs there by hand, or submit to another "
             "authorized backend",
         )
