@@ -29,8 +29,8 @@ if [ "$#" -gt 0 ]; then exec python -m pytest -p no:xdist "$@"; fi
 # The suite in two parts. First, in parallel workers (pytest-xdist): the tests mostly wait on
 # processes and real services, so more workers than cores pays; `--dist loadgroup` keeps the
 # ssh boxes' tests on one worker and the Grid Engine cell's on one (tests/conftest.py). Then,
-# alone, the tests that wait on the
-# Slurm cluster's own clocks (time limits, warning signals) and the other timing-bound ones
-# (marker `serial`): beside busy workers their bounded waits ran out.
+# alone, the tests that wait on the Slurm cluster's own clocks (time limits, warning signals)
+# and the other timing-bound ones (marker `serial`): beside busy workers their bounded waits
+# ran out.
 python -m pytest -n "${CAMPAIGNOPS_TEST_WORKERS:-3}" --dist loadgroup -m "not slurm and not serial"
 python -m pytest -p no:xdist -m "slurm or serial"
