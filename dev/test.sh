@@ -21,6 +21,10 @@ rm -rf "$docs_site"
 # munge) up front; tests/runner/conftest.py starts the cluster for the session and stops it.
 # Under CI=true the Slurm tests must run: the fixture fails instead of skipping.
 if [ "$(id -u)" -eq 0 ]; then python3 dev/slurm_cluster.py install; fi
+# As root, the Debian packages of the test Grid Engine cell (gridengine-master, -exec, -client);
+# the gridengine_cell fixture (tests/conftest.py) starts a cell in its own directory on free
+# ports for the session. Under CI=true the Grid Engine tests must run: the fixture fails instead.
+if [ "$(id -u)" -eq 0 ]; then python3 dev/gridengine_cell.py install; fi
 # As root, sshd, rsync and tmux for the ssh backend's tests: the ssh_boxes fixture
 # (tests/sshboxes.py) starts two sshd on 127.0.0.1 with a user each; under CI=true they must run.
 if [ "$(id -u)" -eq 0 ]; then python3 -c 'import sys; sys.path.insert(0, "."); from tests import sshboxes; sshboxes.install()'; fi
@@ -29,8 +33,9 @@ if [ "$(id -u)" -eq 0 ]; then python3 -c 'import sys; sys.path.insert(0, "."); f
 if [ "$#" -gt 0 ]; then exec python -m pytest -p no:xdist "$@"; fi
 # The suite in two parts. First, in parallel workers (pytest-xdist): the tests mostly wait on
 # processes and real services, so more workers than cores pays; `--dist loadgroup` keeps the
-# ssh boxes' tests on one worker (tests/conftest.py). Then, alone, the tests that wait on the
-# Slurm cluster's own clocks (time limits, warning signals) and the other timing-bound ones
-# (marker `serial`): beside busy workers their bounded waits ran out.
+# ssh boxes' tests on one worker and the Grid Engine cell's on one (tests/conftest.py). Then,
+# alone, the tests that wait on the Slurm cluster's own clocks (time limits, warning signals)
+# and the other timing-bound ones (marker `serial`): beside busy workers their bounded waits
+# ran out.
 python -m pytest -n "${CAMPAIGNOPS_TEST_WORKERS:-3}" --dist loadgroup -m "not slurm and not serial"
 python -m pytest -p no:xdist -m "slurm or serial"

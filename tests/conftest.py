@@ -160,6 +160,7 @@ def repo(campaign: Path) -> Path:
 
 
 DEV = Path(__file__).resolve().parents[1] / "dev" / "slurm_cluster.py"
+GRIDENGINE_DEV = DEV.with_name("gridengine_cell.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -170,6 +171,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "CAMPAIGNOPS_TEMPLATE_CACHE", tempfile.mkdtemp(prefix="campaignops-template-cache-")
     )
     config.addinivalue_line("markers", "ssh: runs against two real sshd on 127.0.0.1")
+    config.addinivalue_line("markers", "gridengine: runs on the real single-node Grid Engine cell")
     config.addinivalue_line(
         "markers", "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone"
     )
@@ -182,16 +184,17 @@ def pytest_configure(config: pytest.Config) -> None:
 # same sshd users or fight over one cluster. Tests that start no service spread over the rest.
 # The Slurm tests wait on the scheduler's own clocks (time limits, warning signals): dev/test.sh
 # runs them, and the `serial` ones, after the parallel part, with no other test beside them.
-SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh"}
+SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh", "gridengine_cell": "gridengine"}
+MARKER_FIXTURES = {"slurm": "slurm_cluster", "ssh": "ssh_boxes", "gridengine": "gridengine_cell"}
 
 
 @pytest.hookimpl(wrapper=True)  # around xdist's own hook, which reads the groups off the items
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        for marker in ("slurm", "ssh"):
+        for marker, fixture in MARKER_FIXTURES.items():
             if item.get_closest_marker(marker) is not None:
-                names.add(f"{marker}_cluster" if marker == "slurm" else "ssh_boxes")
+                names.add(fixture)
         groups = sorted({SERVICE_GROUPS[n] for n in names if n in SERVICE_GROUPS})
         if groups:  # a test that needs both services goes with Slurm's
             item.add_marker(pytest.mark.xdist_group(groups[0]))
@@ -202,8 +205,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     yield
 
 
-def _cluster_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("slurm_cluster", DEV)
+def _cluster_module(path: Path = DEV) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
@@ -263,4 +266,36 @@ def ssh_boxes() -> Iterator[Any]:
     finally:
         for box in made:
             sshboxes.remove_box(box)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def gridengine_cell() -> Iterator[Any]:
+    """A running Grid Engine cell (dev/gridengine_cell.py ``Cell``: base, host, ports), its
+    four client variables (SGE_ROOT, SGE_CELL, SGE_QMASTER_PORT, SGE_EXECD_PORT) set meanwhile.
+    Root only; skipped elsewhere, except under CI=true, where the Grid Engine tests must run."""
+    if os.geteuid() != 0:
+        _unavailable("the Grid Engine cell needs root (it starts sge_qmaster and sge_execd)",
+                     what="Grid Engine")  # fmt: skip
+    dev = _cluster_module(GRIDENGINE_DEV)
+    if dev.missing_binaries() and shutil.which("apt-get") is None:
+        _unavailable(
+            f"Grid Engine is not installed and there is no apt-get: {dev.missing_binaries()}",
+            what="Grid Engine",
+        )
+    dev.install()
+    # mkdtemp under /tmp: a job user's qsub reads SGE_ROOT through every parent.
+    base = Path(tempfile.mkdtemp(prefix="campaignops-sge-"))
+    cell = dev.start(base)
+    saved = {k: os.environ.get(k) for k in cell.env}
+    os.environ.update(cell.env)
+    try:
+        yield cell
+    finally:
+        cell.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         shutil.rmtree(base, ignore_errors=True)

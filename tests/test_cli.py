@@ -12,7 +12,7 @@ import pytest
 
 from campaignops.checks import registry
 from tests import sshboxes
-from tests.conftest import _cluster_module
+from tests.conftest import GRIDENGINE_DEV, _cluster_module
 
 DUP = "jobs:\n  - id: a\n  - id: a\n"
 
@@ -117,10 +117,11 @@ def test_the_reference_family_table_lists_each_family_once() -> None:
 
 def test_the_readme_names_what_the_tests_install_as_root() -> None:
     """The README does not say "only python3 and git" of the tests when, as root, they install
-    a Slurm cluster's and two SSH boxes' Debian packages (dev/test.sh)."""
+    a Slurm cluster's, a Grid Engine cell's and two SSH boxes' Debian packages (dev/test.sh)."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     said = " ".join(readme.split())
-    for package in (*_cluster_module().PACKAGES, *sshboxes.PACKAGES):
+    gridengine = _cluster_module(GRIDENGINE_DEV).PACKAGES
+    for package in (*_cluster_module().PACKAGES, *gridengine, *sshboxes.PACKAGES):
         assert f"`{package}`" in said, package
     assert "as root, `dev/test.sh` first installs" in said
 

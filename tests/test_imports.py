@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import tomllib
+
 import campaignops
 from tests import importgraph
 
@@ -116,3 +118,18 @@ def test_old_python_m_paths_forward_to_the_new_modules() -> None:
         )
         assert done.returncode == 0, (old, done.stderr)
         assert f"python -m {new}" in done.stdout, (old, done.stdout)
+
+
+def test_every_backend_folder_is_private_to_backends() -> None:
+    # The backends-private contract lists the backend folders by name (import-linter has no
+    # "every subpackage but base and registry"): a new folder must join the list.
+    pyproject = Path(campaignops.__file__).resolve().parents[2] / "pyproject.toml"
+    contracts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    private = next(c for c in contracts["contracts"] if c["id"] == "backends-private")
+    backends_dir = Path(campaignops.__file__).resolve().parent / "backends"
+    folders = {
+        f"campaignops.backends.{p.name}"
+        for p in backends_dir.iterdir()
+        if (p / "__init__.py").is_file()
+    }
+    assert folders == set(private["forbidden_modules"])

@@ -28,14 +28,14 @@ MATRIX: tuple[Mapping[str, str], ...] = (
     },
     {"backends": "vast-ai,runpod,lambda,generic-ssh", "ci": "both", "domain": "ml-training"},
     {
-        "backends": "generic-slurm,generic-pbs,kubernetes,local",
+        "backends": "generic-slurm,generic-pbs,generic-gridengine,kubernetes,local",
         "ci": "none",
         "domain": "quantum-chemistry",
         "require_pushed": "no",
     },
 )
 # Pages whose site facts are placeholders the user must fill in (flagged by STALE002).
-PLACEHOLDER_PAGES = ("generic-slurm", "generic-pbs")
+PLACEHOLDER_PAGES = ("generic-slurm", "generic-pbs", "generic-gridengine")
 
 
 # What a pip install of campaignops from a git repository needs (`schemas` is a symlink into the

@@ -44,7 +44,10 @@ FLAGS = re.IGNORECASE
 # Each backend-specific group of entries names only backends of its kind.
 SLURM = {"alpine", "generic-slurm"}
 PBS = {"polaris", "crux", "generic-pbs"}
-KNOWN_BACKENDS = SLURM | PBS | {"kubernetes", "generic-ssh", "vast-ai", "runpod", "lambda", "local"}
+GRIDENGINE = {"generic-gridengine"}
+KNOWN_BACKENDS = (
+    SLURM | PBS | GRIDENGINE | {"kubernetes", "generic-ssh", "vast-ai", "runpod", "lambda", "local"}
+)
 YEAR_MONTH = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])\Z")
 URL = re.compile(r"https://\S+")
 
@@ -327,6 +330,8 @@ def test_backend_lists_name_known_backends_of_one_kind(domain: str) -> None:
             assert backends == PBS, e["id"]
         if e["id"].startswith("k8s-"):
             assert backends == {"kubernetes"}, e["id"]
+        if e["id"].startswith("gridengine-"):
+            assert backends == GRIDENGINE, e["id"]
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

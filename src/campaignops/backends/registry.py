@@ -1,7 +1,8 @@
 """Which backend a page picks: the registered backends (``KINDS``), each serving some pages.
 
 A backend page's front matter picks it: `scheduler: slurm` → slurm, `scheduler: pbs` → pbs,
-`kind: local` → local, `kind: ssh` → ssh (rented GPUs and bare SSH boxes). Kubernetes,
+`kind: gridengine` → gridengine, `kind: local` → local, `kind: ssh` → ssh (rented GPUs and
+bare SSH boxes). Kubernetes,
 notebooks and clouds have pages but no runner yet: submitting to them is refused with that
 reason.
 
@@ -30,6 +31,7 @@ from campaignops.backends.base import checked_name as checked_name
 from campaignops.backends.base import page as page
 from campaignops.backends.base import page_path as page_path
 from campaignops.backends.base import submitting as submitting
+from campaignops.backends.gridengine.kind import KIND as GRIDENGINE
 from campaignops.backends.local.kind import KIND as LOCAL
 from campaignops.backends.pbs.kind import KIND as PBS
 from campaignops.backends.slurm.kind import KIND as SLURM
@@ -40,7 +42,7 @@ from campaignops.model.ledger import Job
 
 # Every backend the runner drives, in the order a page is matched: adding one is its folder under
 # backends/ (with a ``kind`` module) and one entry here.
-KINDS: tuple[Kind, ...] = (SLURM, PBS, LOCAL, SSH)
+KINDS: tuple[Kind, ...] = (SLURM, PBS, GRIDENGINE, LOCAL, SSH)
 
 
 def kind_of(page: Mapping[str, Any] | None) -> Kind | None:
@@ -61,7 +63,7 @@ def for_page(name: str, page: Mapping[str, Any] | None, *, root: Path) -> Backen
         page_kind = (page or {}).get("kind", "unknown")
         raise UsageError(
             message=f"backend {name!r} (kind {page_kind}) has no runner module: campaign submit "
-            "drives Slurm, PBS Pro, SSH boxes and the local machine",
+            "drives Slurm, PBS Pro, Grid Engine, SSH boxes and the local machine",
             hint=f"follow {path_of(name)} to start jobs there by hand, or submit to another "
             "authorized backend",
         )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 BACKENDS = (
     "alpine", "polaris", "crux", "vast-ai", "runpod", "lambda",
-    "generic-slurm", "generic-pbs", "generic-ssh", "kubernetes", "local",
+    "generic-slurm", "generic-pbs", "generic-gridengine", "generic-ssh", "kubernetes", "local",
 )  # fmt: skip
 DOMAINS = ("md", "ml-training", "quantum-chemistry", "other")
 CI_CHOICES = ("github", "gitlab", "both", "none")

@@ -1,0 +1,34 @@
+"""The Grid Engine backend as the registry lists it: pages with ``kind: gridengine``, its task
+references (``12.3``: job 12's Grid Engine task 3, the campaign's index 2) and its array ids."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from campaignops.backends.base import Kind
+from campaignops.backends.gridengine.backend import GridEngineBackend
+
+# JOB.TASK as qstat and qacct name one task (Grid Engine's task ids start at 1).
+TASK = re.compile(r"(?P<job>\d{1,12})\.(?P<task>\d{1,7})\Z")
+
+
+def _serves(page: Mapping[str, Any]) -> bool:
+    return page.get("kind") == "gridengine"
+
+
+def _task_ref(ref: str) -> tuple[str, int] | None:
+    found = TASK.match(ref)
+    if found is None or int(found["task"]) < 1:
+        return None
+    return found["job"], int(found["task"]) - 1
+
+
+def _job_of(job_id: str) -> str:
+    return job_id.split(".", 1)[0]  # 12.3 → 12
+
+
+KIND = Kind(
+    name="gridengine", serves=_serves, make=GridEngineBackend, task_ref=_task_ref, job_of=_job_of
+)
