@@ -3,6 +3,7 @@
     python -m tests.backends.record slurm    # with SLURM_CONF of dev/slurm_cluster.py exported
     python -m tests.backends.record local
     python -m tests.backends.record ssh      # as root: two real sshd boxes (tests/sshboxes.py)
+    python -m tests.backends.record gridengine  # as root: a fresh cell of dev/gridengine_cell.py
 
 Each run submits the same two jobs through the backend's own argvs, for real, in a temporary
 checkout: one job of one task that exits 0, and an array of three tasks (at most two at a time)
@@ -20,6 +21,7 @@ sources instead: its folder's cases.json names them (tests/runner/recorded/READM
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -30,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from campaignops.backends import registry
@@ -46,6 +49,7 @@ DEADLINE_S = 60.0
 # The GPUs the local box executor finds: a replay of four idle P100s (recorded real nvidia-smi).
 REPLAY = Path(__file__).parents[1] / "fakes" / "nvidia_smi_replay.py"
 P100S = Path(__file__).parents[1] / "data" / "nvidia-smi" / "p100x4-idle.csv"
+GRIDENGINE_DEV = Path(__file__).parents[2] / "dev" / "gridengine_cell.py"
 Page = dict[str, Any]
 Cases = dict[str, list[dict[str, Any]]]
 
@@ -84,9 +88,10 @@ def spec(
     )
 
 
-def run(argv: list[str], root: Path) -> str:
+def run(argv: list[str], root: Path, answered: frozenset[int] = frozenset()) -> str:
+    """What ``argv`` printed; an exit in ``answered`` (the backend's PARTIAL_ANSWER) is an answer."""
     done = subprocess.run(argv, capture_output=True, text=True, cwd=root, timeout=120)
-    if done.returncode != 0:
+    if done.returncode != 0 and done.returncode not in answered:
         raise SystemExit(f"{argv}: exit {done.returncode}: {done.stderr}")
     return done.stdout
 
@@ -116,10 +121,11 @@ def record(kind: str, name: str, page: Page, *, prefix: str = "", box: BoxSettin
             (out / f"{prefix}submit-{what}.txt").write_text(stdout)
             ids.append(backend.parse_job_id(stdout))
             submits.append({"file": f"{prefix}submit-{what}.txt", "job_id": ids[-1]})
-        early = [run(a, root) for a in backend.query_argvs(ids)]
+        answered = backend.PARTIAL_ANSWER
+        early = [run(a, root, answered) for a in backend.query_argvs(ids)]
         deadline = time.monotonic() + DEADLINE_S
         while True:
-            final = [run(a, root) for a in backend.query_argvs(ids)]
+            final = [run(a, root, answered) for a in backend.query_argvs(ids)]
             if _finished(backend, final, ids) or time.monotonic() > deadline:
                 break
             time.sleep(1)
@@ -207,7 +213,72 @@ def ssh() -> None:
         write_cases("ssh", shown, record("ssh", "generic-ssh", page, box=BoxSettings()))
 
 
-KINDS: Mapping[str, Callable[[], None]] = {"slurm": slurm, "local": local, "ssh": ssh}
+# The test cell's earlier recordings (tests/runner/recorded/README.md), named by relative path,
+# not copied: two more qsub answers, and the backend's own two queries (qstat -s prsz, qacct -o)
+# once a held array (job 1) and a held job (3) were deleted while they waited and job 2 ran true.
+EARLIER = "../../../runner/recorded/gridengine_"
+GRIDENGINE_EARLIER: Cases = {
+    "submits": [
+        {"file": f"{EARLIER}qsub_terse_array.txt", "job_id": "1"},
+        {"file": f"{EARLIER}qsub_terse_single.txt", "job_id": "6"},
+    ],
+    "queries": [
+        {
+            "outputs": [
+                f"{EARLIER}qstat_u_xml_s_prsz_zombies.xml",
+                f"{EARLIER}qacct_o_j_zombies.txt",
+            ],
+            "jobs": {
+                "1": {
+                    "state": "CANCELLED",
+                    "tasks": {"0": "CANCELLED", "1": "CANCELLED", "2": "CANCELLED"},
+                },
+                "2": {"state": "COMPLETED"},
+                "3": {"state": "CANCELLED"},
+            },
+        }
+    ],
+}
+
+
+def cluster_module(path: Path) -> ModuleType:
+    """A dev/ script (not a package) loaded as a module, as tests/conftest.py loads it."""
+    loaded = importlib.util.spec_from_file_location(path.stem, path)
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[loaded.name] = module  # dataclasses look their module up while the class is made
+    loaded.loader.exec_module(module)
+    return module
+
+
+def gridengine() -> None:
+    """A fresh cell, so that the early qacct is the cell's own "no jobs yet" answer (exit 1)."""
+    dev = cluster_module(GRIDENGINE_DEV)
+    dev.install()
+    # mkdtemp under /tmp: a job user's qsub reads SGE_ROOT through every parent.
+    base = Path(tempfile.mkdtemp(prefix="contract-sge-"))
+    cell = dev.start(base)
+    os.environ.update(cell.env)
+    try:
+        page = {
+            **PAGE,
+            "platform": "generic-gridengine",
+            "kind": "gridengine",
+            "scheduler": "gridengine",
+        }
+        new = record("gridengine", "generic-gridengine", page, box=BoxSettings())
+        write_cases("gridengine", page, new, GRIDENGINE_EARLIER)
+    finally:
+        cell.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+KINDS: Mapping[str, Callable[[], None]] = {
+    "slurm": slurm,
+    "local": local,
+    "ssh": ssh,
+    "gridengine": gridengine,
+}
 
 if __name__ == "__main__":
     for arg in sys.argv[1:] or list(KINDS):

@@ -75,7 +75,9 @@ def test_qacct_verdicts_failed_codes_and_times_in_utc() -> None:
 
 def test_the_array_record_alone_reads_the_same(be: backend.GridEngineBackend) -> None:
     arr = be.parse_states([_read("gridengine_qacct_j_array.txt")])["4"]
-    assert [t.job_id for t in arr.tasks.values()] == ["4.1", "4.2", "4.3"]
+    # Each task names its job and its 0-based index (tests/backends/test_contract.py); 4.t is
+    # how qdel names Grid Engine's task t.
+    assert [(t.job_id, t.task) for t in arr.tasks.values()] == [("4", 0), ("4", 1), ("4", 2)]
     assert be.task_id("4", 0) == "4.1"
     assert be.log_path("4", name="c.t.smoke", index=2) == "logs/c.t.smoke.o4.3"
     assert be.cancel_argv(["4", "5.2"]) == ["qdel", "4", "5.2"]

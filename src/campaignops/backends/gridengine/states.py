@@ -35,7 +35,7 @@ def _live(item: qstatxml.Live, started: Started | None) -> JobState:
         # qdel of a waiting task leaves no qacct record, ever: qstat -s z is its only trace.
         state, why = "CANCELLED", DELETED_WAITING
     return JobState(
-        job_id=task_ref(item.job, item.task),
+        job_id=item.job,  # a task names its job; `task` is its index (model/jobspec.py)
         state=state,
         name=item.name,
         submitted=item.submitted,
@@ -54,7 +54,7 @@ def _ended(record: qacct.Ended) -> JobState:
     vmem = qacct.kib(asked.get("h_vmem"))
     rt = qacct.seconds(asked.get("h_rt"))
     return JobState(
-        job_id=task_ref(record.job, record.task),
+        job_id=record.job,
         state=state,
         exit_code=code,
         name=record.name,
