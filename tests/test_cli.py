@@ -201,3 +201,12 @@ def test_audit_outside_a_campaign_says_where_to_run_it(  # type: ignore[no-untyp
     assert "no campaign.yaml here or above" in result.err
     assert "run inside a campaign repository (campaign new creates one)" in result.err
     assert "pass the files" not in result.err  # the audit takes no files
+
+
+def test_the_readme_starts_with_exactly_two_set_up_commands() -> None:
+    """DEVELOPERS.md: the README starts with two set-up commands on a fresh machine, the main
+    job end to end on the local backend, then the tests."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in first.splitlines() if line.strip()]
+    assert commands == ["bash dev/demo.sh", "bash dev/test.sh"], commands

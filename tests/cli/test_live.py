@@ -3,6 +3,7 @@ running / pending / failed, elapsed) where stderr is a terminal, and prints none
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import sys
@@ -12,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from campaignops import cli
+from campaignops.backends import registry
 from campaignops.cli.live import Live
 from campaignops.model import ledger
-from campaignops.runner import progress, status, watchpace
+from campaignops.runner import progress, status
 
 
 class Terminal(io.StringIO):
@@ -78,7 +80,11 @@ def test_watch_on_a_terminal_shows_the_stage_lines(  # type: ignore[no-untyped-d
         time.sleep(seconds)
 
     monkeypatch.setattr(status, "_sleep", pause)
-    monkeypatch.setattr(watchpace, "LOCAL_PAUSE_S", 0.2)
+    quick = tuple(
+        dataclasses.replace(k, watch_pause_s=0.2) if k.name == "local" else k
+        for k in registry.KINDS
+    )
+    monkeypatch.setattr(registry, "KINDS", quick)
     tty = Terminal()
     monkeypatch.setattr(sys, "stderr", tty)
     assert cli.main(["status", "--watch"]) == 0

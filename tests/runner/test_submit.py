@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from campaignops.backends.local.kind import KIND as LOCAL
 from campaignops.model import ledger
 from tests.conftest import git
 
@@ -159,7 +160,7 @@ def test_a_malformed_queue_line_refuses_the_submission_where_it_is(camp: Path, r
 def test_watch_refreshes_until_every_job_has_finished(  # type: ignore[no-untyped-def]
     camp: Path, run, monkeypatch
 ) -> None:
-    from campaignops.runner import status, watchpace
+    from campaignops.runner import status
 
     (camp / "manifests/nap.yaml").write_text(SLEEPY.replace("{seconds: 1}", "{seconds: 2}"))
     git(camp, "add", "-A")
@@ -175,8 +176,8 @@ def test_watch_refreshes_until_every_job_has_finished(  # type: ignore[no-untype
     watched = run("status", "--watch")
     assert watched.code == 0, watched.err
     # At least one wait; the job is local (files on this machine, no scheduler asked), so the
-    # rounds are LOCAL_PAUSE_S apart, not the minute a scheduler's are (test_watchpace.py).
-    assert asked and set(asked) == {watchpace.LOCAL_PAUSE_S}
+    # rounds are the local kind's watch_pause_s apart, not the minute a scheduler's are (test_watchpace.py).
+    assert asked and set(asked) == {LOCAL.watch_pause_s}
     rounds = watched.err.splitlines()
     assert len(rounds) == len(asked) + 1 and rounds[-1].endswith(", 0 job(s) unfinished")
     assert all("1 scheduler call(s)" in r or "0 scheduler call(s)" in r for r in rounds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from campaignops.backends.local.kind import KIND as LOCAL
 from campaignops.model import ledger
 from campaignops.runner import watchpace
 
@@ -28,7 +29,7 @@ def _root(tmp_path: Path) -> Path:
 
 def test_only_local_jobs_are_looked_at_every_few_seconds(tmp_path: Path) -> None:
     root = _root(tmp_path)
-    pause = watchpace.LOCAL_PAUSE_S
+    pause = LOCAL.watch_pause_s
     assert watchpace.pause_s(root, [_job("local"), _job(None)], 60.0) == pause
     assert watchpace.pause_s(root, [_job("local")], 1.0) == 1.0  # never slower than asked
 

@@ -142,6 +142,9 @@ class Kind:
     # Whether this checkout holds a job of its own (its state is here), for a backend whose jobs
     # only the submitting machine can see (None: any clone can ask the backend about any job).
     ran_here: Callable[[Path, str], bool] | None = None
+    # status --watch: how soon to look again when every open job is its own, for a backend whose
+    # query costs nothing and hammers nobody (None: the watch's interval, a minute or more).
+    watch_pause_s: float | None = None
     # STATUS.md: what to add after a cell's job id (where it ran, what it cost), or None.
     cell_note: Callable[[Job, str, Mapping[str, Any] | None], str | None] = _no_note
 

@@ -7,6 +7,7 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from campaignops.backends import registry
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import schema
@@ -114,9 +115,11 @@ def _pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
 
 
 def box_backends(ctx: CheckContext) -> frozenset[str]:
-    """The authorized backends whose page says ``kind: ssh``: their box executor runs the
-    experiment-queue keys a scheduler does not (manifest_keys.BOX_KEYS)."""
-    return frozenset(n for n, p in _pages(ctx).items() if p.get("kind") == "ssh")
+    """The authorized backends whose executor runs the experiment-queue keys a scheduler does
+    not (manifest_keys.BOX_KEYS) on every job: their Kind says so (``box_keys``: ssh boxes)."""
+    return frozenset(
+        n for n, p in _pages(ctx).items() if (kind := registry.kind_of(p)) and kind.box_keys
+    )
 
 
 def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:

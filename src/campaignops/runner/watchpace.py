@@ -1,10 +1,10 @@
 """How long `campaign status --watch` waits between rounds.
 
-A round that queries a scheduler (squeue/sacct, qstat) or a box over ssh is kept at least
-``--interval`` apart (60 s or more): that is what cluster admins ask. A round that only reads the
-local executor's files on this machine costs nothing and hammers nobody, so while every job
-still open ran on a `local` backend the watch looks again after ``LOCAL_PAUSE_S``: the example's
-smoke, done in seconds, is not watched for a minute.
+A round that queries a scheduler or a box over ssh is kept at least ``--interval`` apart (60 s
+or more): that is what cluster admins ask. A backend whose query costs nothing (the local
+executor's files on this machine) says how soon it may be asked again (``Kind.watch_pause_s``):
+while every job still open is on such backends, the watch looks again after the longest of
+their pauses, so the example's smoke, done in seconds, is not watched for a minute.
 """
 
 from __future__ import annotations
@@ -16,19 +16,18 @@ from campaignops.backends import registry as backends
 from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
 
-LOCAL_PAUSE_S = 2.0
 
-
-def _local(root: Path, name: str) -> bool:
+def _pause(root: Path, name: str) -> float | None:
     try:
-        return backends.module_for(backends.page(root, name)) == "local"
+        kind = backends.kind_of(backends.page(root, name))
     except CampaignError:
-        return False
+        return None
+    return kind.watch_pause_s if kind is not None else None
 
 
 def pause_s(root: Path, open_jobs: Iterable[ledger.Job], interval: float) -> float:
-    """``interval``, or ``LOCAL_PAUSE_S`` when every open job is on a local backend."""
-    names = {job.backend or "local" for job in open_jobs}
-    if names and all(_local(root, name) for name in names):
-        return min(interval, LOCAL_PAUSE_S)
+    """``interval``, or a shorter pause when every open job's backend allows one."""
+    pauses = [_pause(root, name) for name in {job.backend or "local" for job in open_jobs}]
+    if pauses and all(p is not None for p in pauses):
+        return min(interval, max(p for p in pauses if p is not None))
     return interval

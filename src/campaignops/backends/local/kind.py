@@ -30,4 +30,5 @@ KIND = Kind(
     make=LocalBackend,
     retries_oom_itself=gpu.is_box_id,
     ran_here=_ran_here,
+    watch_pause_s=2.0,  # its query reads this machine's executor files
 )
