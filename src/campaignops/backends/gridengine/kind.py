@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from campaignops.backends.base import Kind
-from campaignops.backends.gridengine.backend import GridEngineBackend
+from campaignops.backends.base import Backend, Kind
 
 # JOB.TASK as qstat and qacct name one task (Grid Engine's task ids start at 1).
 TASK = re.compile(r"(?P<job>\d{1,12})\.(?P<task>\d{1,7})\Z")
@@ -16,6 +16,13 @@ TASK = re.compile(r"(?P<job>\d{1,12})\.(?P<task>\d{1,7})\Z")
 
 def _serves(page: Mapping[str, Any]) -> bool:
     return page.get("kind") == "gridengine"
+
+
+def _make(root: Path, name: str) -> Backend:
+    # Imported when asked, not with the registry: campaign check loads every kind (start-up time).
+    from campaignops.backends.gridengine.backend import GridEngineBackend
+
+    return GridEngineBackend(root, name)
 
 
 def _task_ref(ref: str) -> tuple[str, int] | None:
@@ -29,6 +36,4 @@ def _job_of(job_id: str) -> str:
     return job_id.split(".", 1)[0]  # 12.3 → 12
 
 
-KIND = Kind(
-    name="gridengine", serves=_serves, make=GridEngineBackend, task_ref=_task_ref, job_of=_job_of
-)
+KIND = Kind(name="gridengine", serves=_serves, make=_make, task_ref=_task_ref, job_of=_job_of)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
-from campaignops.backends.pbs import backend
 
 # Exit codes the server sets when it kills a job over a limit (negative: not the task's;
 # OpenPBS job.h: JOB_EXEC_KILL_MEM -27, JOB_EXEC_KILL_VMEM -26, JOB_EXEC_KILL_WALLTIME -29).
@@ -42,6 +41,9 @@ def _serves(page: Mapping[str, Any]) -> bool:
 
 
 def _make(root: Path, name: str) -> Backend:
+    # Imported when asked, not with the registry: campaign check loads every kind (start-up time).
+    from campaignops.backends.pbs import backend
+
     return backend  # the module is the backend: the same for every checkout
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
-from campaignops.backends.slurm import backend
 
 # Pending reasons a job can never leave: no log exists, the reason is the evidence (Slurm's
 # job_reason_codes page).
@@ -37,6 +36,9 @@ def _serves(page: Mapping[str, Any]) -> bool:
 
 
 def _make(root: Path, name: str) -> Backend:
+    # Imported when asked, not with the registry: campaign check loads every kind (start-up time).
+    from campaignops.backends.slurm import backend
+
     return backend  # the module is the backend: the same for every checkout
 
 

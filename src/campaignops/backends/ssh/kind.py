@@ -4,13 +4,12 @@ connections' warning, where a cell ran and what it cost)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends.base import Doubt, Kind
-from campaignops.backends.ssh import cells, link, placement
-from campaignops.backends.ssh.backend import SshBackend
+from campaignops.backends.base import Backend, Doubt, Kind
+from campaignops.model.ledger import Job
 
 NEVER_CONNECTED = ": campaign pull, status, cancel and release never connect to it"
 
@@ -19,15 +18,41 @@ def _serves(page: Mapping[str, Any]) -> bool:
     return page.get("kind") == "ssh"
 
 
+# Each hook imports its module when asked, not with the registry: campaign check loads every
+# kind, and the ssh modules (the transport, the box executor's source) are not light.
+
+
+def _make(root: Path, name: str) -> Backend:
+    from campaignops.backends.ssh.backend import SshBackend
+
+    return SshBackend(root, name)
+
+
 def _always(job_id: str) -> bool:
     return True
 
 
+def _refusals(root: Path, job_ids: Iterable[str]) -> list[str]:
+    from campaignops.backends.ssh import placement
+
+    return placement.refusals(root, job_ids)
+
+
 def _warning() -> str | None:
+    from campaignops.backends.ssh import link
+
     return link.control().warning
 
 
+def _cell_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | None:
+    from campaignops.backends.ssh import cells
+
+    return cells.where(job, target, page)
+
+
 def _doubts(root: Path) -> Iterator[Doubt]:
+    from campaignops.backends.ssh import placement
+
     for u in placement.unvouched(root):
         what = placement.REFUSED_WHAT.format(
             job_id=u.job_id, name=u.name, backend=u.backend, what=u.what
@@ -42,11 +67,11 @@ def _doubts(root: Path) -> Iterator[Doubt]:
 KIND = Kind(
     name="ssh",
     serves=_serves,
-    make=SshBackend,
+    make=_make,
     box_keys=True,
     retries_oom_itself=_always,
-    refusals=placement.refusals,
+    refusals=_refusals,
     query_warning=_warning,
     doubts=_doubts,
-    cell_note=cells.where,
+    cell_note=_cell_note,
 )
