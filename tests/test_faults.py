@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +32,7 @@ from tests.faultkit import (
     assert_nothing_duplicated,
     campaign_cmd,
     ledger_records,
-    new_campaign,
+    quick_campaign,
     started_jobs,
     stray_dirs,
 )
@@ -42,8 +42,8 @@ TARGETS = 200  # quick.yaml's: kills, the submits that end before their kill, th
 
 
 @pytest.fixture
-def small(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
-    return new_campaign(tmp_path, run, monkeypatch, targets=TARGETS)
+def small(new_campaign: Callable[..., Path]) -> Path:
+    return quick_campaign(new_campaign, targets=TARGETS)
 
 
 # --- kill -9 at random points -------------------------------------------------------------------

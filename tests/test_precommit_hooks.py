@@ -4,9 +4,9 @@ The real runs drive the installed pre-commit in temporary git repositories. pre-
 virtualenv and pip-installs campaignops from a hook repository, so the hook repository is a copy of
 this checkout's working tree, committed in a temp repo: `try-repo` on the checkout itself would use
 HEAD plus changes to *tracked* files only (untracked modules would be missing from the install).
-`try-repo` always builds its environment in a throwaway store (it ignores PRE_COMMIT_HOME); the
-`.pre-commit-config.yaml` cases share one PRE_COMMIT_HOME for the session, so their environment is
-built once.
+Every run shares one PRE_COMMIT_HOME for the session, so the hook environment is built once:
+the try-repo cases run what `try-repo` runs (a config naming the hook repository at its commit)
+rather than `try-repo` itself, whose store is a throwaway directory per call.
 """
 
 from __future__ import annotations
@@ -229,8 +229,18 @@ def _pre_commit(*args: str, cwd: Path, env: Mapping[str, str]) -> PreCommit:
 def _try_repo(
     hooks: HookRepo, hook_id: str, *args: str, cwd: Path, env: Mapping[str, str]
 ) -> PreCommit:
+    """What `pre-commit try-repo REPO HOOK` does (a config naming the repository at its commit
+    and the one hook, outside the campaign, then `run`), but in the session's PRE_COMMIT_HOME:
+    try-repo's own store is a fresh temp directory, which rebuilt the hook environment (a
+    virtualenv and a pip install of campaignops) for every call."""
+    config = cwd.parent / f"try-{hook_id}.yaml"
+    config.write_text(
+        f"repos:\n  - repo: {hooks.path}\n    rev: {hooks.rev}\n    hooks:\n"
+        f"      - id: {hook_id}\n",
+        encoding="utf-8",
+    )
     return _pre_commit(
-        "try-repo", str(hooks.path), hook_id, "--color=never", *args, cwd=cwd, env=env
+        "run", "--config", str(config), hook_id, "--color=never", *args, cwd=cwd, env=env
     )
 
 

@@ -23,19 +23,14 @@ import pytest
 from campaignops import walltime
 from campaignops.runner import local, localjobs, localstate
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
+from tests import waiting
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 WAIT_S = 30.0
 
 
 def wait_until(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+    return waiting.until(what, check, timeout=timeout, most=0.1)  # the checks read files
 
 
 def group_gone(pgid: int) -> bool:

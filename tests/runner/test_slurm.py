@@ -20,6 +20,7 @@ import pytest
 from campaignops import walltime
 from campaignops.runner import sacct, slurm
 from campaignops.runner.spec import FINISHED, JobSpec, JobState, Resources
+from tests import waiting
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 HEAD = """\
@@ -333,16 +334,16 @@ def wait_for(
     ready: Callable[[Mapping[str, JobState]], bool] | None = None,
     limit: float = 60.0,
 ) -> dict[str, JobState]:
-    """Poll sacct/squeue every second until ``ready`` (default: all finished) or ``limit``."""
-    ready = ready or (lambda s: all(i in s and s[i].state in FINISHED for i in ids))
-    deadline = time.monotonic() + limit
-    while True:
-        states = query(ids)
-        if ready(states):
-            return states
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not there after {limit:.0f} s: {states}")
-        time.sleep(1)
+    """Poll sacct/squeue (tests/waiting.py) until ``ready`` (default: all finished) or ``limit``."""
+    done = ready or (lambda s: all(i in s and s[i].state in FINISHED for i in ids))
+    last: dict[str, JobState] = {}
+
+    def states() -> tuple[dict[str, JobState]] | None:  # a tuple: true even when empty
+        last.clear()
+        last.update(query(ids))
+        return (dict(last),) if done(last) else None
+
+    return waiting.until(lambda: f"{ids}: {last}", states, timeout=limit, most=1.0)[0]
 
 
 def log(job: JobSpec, job_id: str) -> str:

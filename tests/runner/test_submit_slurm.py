@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from campaignops import ledger
+from tests import waiting
 from tests.conftest import git
 
 pytestmark = pytest.mark.slurm
@@ -22,39 +22,23 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new",
+def camp(tmp_path: Path, new_campaign, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
+    root = new_campaign(
         "sl",
-        "--defaults",
-        "--data",
         "backends=generic-slurm,local",
-        "--data",
         "smoke_backend=generic-slurm",
-        "--data",
         "require_pushed=yes",  # the refusal of an unpushed HEAD below (the default is no)
     )
-    assert made.code == 0, made.err
-    root = tmp_path / "sl"
     upstream = tmp_path / "upstream.git"
     git(tmp_path, "init", "-q", "--bare", str(upstream))
     git(root, "remote", "add", "origin", str(upstream))
     git(root, "push", "-q", "-u", "origin", "main")
-    monkeypatch.chdir(root)
     return root
 
 
 def settle(run, root: Path, *, want: set[str], timeout: float = 120) -> ledger.Job:  # type: ignore[no-untyped-def]
-    """Refresh until the newest job's state is in ``want`` (a test helper, not product code)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(root).jobs[-1]
-        if job.state in want:
-            return job
-        time.sleep(1)
-    raise AssertionError(f"not {want} within {timeout} s: {ledger.read(root).jobs[-1].record}")
+    """The newest job once its state is in ``want`` (tests/waiting.py)."""
+    return waiting.settled(run, root, want=want, timeout=timeout)
 
 
 def test_gates_and_a_smoke_on_slurm(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
