@@ -14,6 +14,7 @@ import pytest
 
 from campaignops import __version__, install_source
 from campaignops import answers as answers_mod
+from tests.conftest import made_once
 
 ROOT = Path(__file__).resolve().parents[2]
 # One row per engine comparison: together they cover every backend, every ci and every domain.
@@ -75,13 +76,17 @@ def make_mirror(dest: Path) -> Mirror:
 
 @pytest.fixture(scope="session")
 def mirror(tmp_path_factory: pytest.TempPathFactory) -> Mirror:
-    return make_mirror(tmp_path_factory.mktemp("campaignops-mirror"))
+    """One mirror for the whole test run (all workers): the hook environments built from it
+    are then shared too."""
+    path = made_once(tmp_path_factory, "campaignops mirror", make_mirror)
+    return Mirror(path=path, tag=f"v{__version__}")
 
 
 @pytest.fixture(scope="session")
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One pre-commit cache for the session: each hook environment is built once."""
-    return tmp_path_factory.mktemp("pre-commit-home")
+    """One pre-commit cache for the whole test run (all workers; pre-commit locks it while it
+    installs): each hook environment is built once."""
+    return made_once(tmp_path_factory, "PRE_COMMIT_HOME", lambda _: None)
 
 
 def full_answers(slug: str, extra: Mapping[str, str]) -> dict[str, str]:
