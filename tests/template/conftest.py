@@ -124,17 +124,22 @@ def render_cookiecutter(out: Path, data: Mapping[str, str]) -> Path:
 def rendered(
     tmp_path_factory: pytest.TempPathFactory, mirror: Mirror
 ) -> dict[int, tuple[Path, Path]]:
-    """Each MATRIX row rendered by both engines: {row: (copier_dir, cookiecutter_dir)}; their
-    hooks install campaignops from the local mirror of this checkout."""
-    base = tmp_path_factory.mktemp("engines")
-    out: dict[int, tuple[Path, Path]] = {}
-    for i, extra in enumerate(MATRIX):
-        slug = f"camp-{i}"
-        data = full_answers(slug, {**extra, "campaignops_requirement": mirror.requirement})
-        a = render_copier(base / "copier" / slug, data)
-        b = render_cookiecutter(base / "cookiecutter", data)
-        out[i] = (a, b)
-    return out
+    """Each MATRIX row rendered by both engines, once for the whole test run (all workers):
+    {row: (copier_dir, cookiecutter_dir)}; their hooks install campaignops from the local
+    mirror of this checkout. Read them; copy them (``copy_tree``) to change them."""
+
+    def render(base: Path) -> None:
+        for i, extra in enumerate(MATRIX):
+            slug = f"camp-{i}"
+            data = full_answers(slug, {**extra, "campaignops_requirement": mirror.requirement})
+            render_copier(base / "copier" / slug, data)
+            render_cookiecutter(base / "cookiecutter", data)
+
+    base = made_once(tmp_path_factory, f"rendered\0{mirror.requirement}", render)
+    return {
+        i: (base / "copier" / f"camp-{i}", base / "cookiecutter" / f"camp-{i}")
+        for i in range(len(MATRIX))
+    }
 
 
 def copy_tree(src: Path, dest: Path) -> Path:
