@@ -203,6 +203,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone"
     )
+    config.addinivalue_line(
+        "markers",
+        "late: runs after every other test of its process; it checks a job a session-scoped "
+        "fixture started early (a Slurm time limit), which by then has run its course",
+    )
     # Set by the hook below; registered here too so that `-p no:xdist` runs know it.
     config.addinivalue_line("markers", "xdist_group(name): the pytest-xdist worker group")
 
@@ -229,6 +234,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
         for group in groups:
             if item.get_closest_marker(group) is None:
                 item.add_marker(getattr(pytest.mark, group))
+    # Stable: the `late` tests keep their order, after all the others.
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
     yield
 
 

@@ -378,9 +378,10 @@ SLOW = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # held until `late` tests (tests/conftest.py) have run
 def slow_jobs(slurm_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The slow jobs, submitted at once so that they run while the other tests do."""
+    """The slow jobs, submitted at once (by this module's first test) so that they run while
+    the other tests do."""
     root = tmp_path_factory.mktemp("slow")
     jobs = {k: spec(name=f"demo.{k}.smoke", workdir=str(root), **v) for k, v in SLOW.items()}
     ids = {k: submit(job) for k, job in jobs.items()}
@@ -487,6 +488,7 @@ def test_failed_parent_leaves_its_child_pending_forever(slow_jobs: Any) -> None:
 
 
 @pytest.mark.slurm
+@pytest.mark.late  # the other Slurm tests run meanwhile: by then it has ended
 def test_job_past_its_time_limit_is_timeout(slow_jobs: Any) -> None:
     _, ids = slow_jobs
     # Up to 60 s of limit + 30 s until slurmctld checks it + KillWait.
