@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from campaignops import ledger
+from tests import waiting
 from tests.conftest import Result
 from tests.faultkit import (
     LEDGER,
@@ -180,15 +181,16 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
     # The next command works without clean-up: a fresh submit, then its job is found.
     done = subprocess.run(_submit_argv(f"t{TARGETS - 1}"), cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    deadline = time.monotonic() + 60
-    while True:
+
+    def finished() -> list[dict[str, object]] | None:
         assert _refresh(run).code == 0
         records = ledger_records(root)
         assert_nothing_duplicated(records)
-        if not any(j.state in ("PENDING", "RUNNING") for j in ledger.read(root).jobs):
-            break
-        assert time.monotonic() < deadline, "the jobs did not finish"
-        time.sleep(0.5)
+        if any(j.state in ("PENDING", "RUNNING") for j in ledger.read(root).jobs):
+            return None
+        return records  # not empty: the submits above are in it
+
+    records = waiting.until("the jobs to finish", finished, timeout=60, most=1.0)
     assert_every_started_job_recorded(root, records)
 
 
