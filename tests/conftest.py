@@ -10,6 +10,8 @@ run them.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -64,7 +66,7 @@ def campaign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     """``generated(NAME, *ANSWERS)``: the campaign a real ``campaign new NAME --defaults
-    --data ANSWER…`` made, once per session for each answer set (the generation is the same
+    --data ANSWER…`` made, once per test run for each answer set (the generation is the same
     every time; the tests *of* generation run it themselves). Never change it: copy it with
     ``new_campaign``."""
     made: dict[tuple[str, ...], Path] = {}
@@ -72,21 +74,49 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     def generate(name: str, *answers: str) -> Path:
         key = (name, *answers)
         if key not in made:
-            where = tmp_path_factory.mktemp("generated")
-            data = [arg for answer in answers for arg in ("--data", answer)]
-            proc = subprocess.run(
-                [sys.executable, "-m", "campaignops", "new", name, "--defaults", *data],
-                cwd=where,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-            assert proc.returncode == 0, proc.stderr
-            made[key] = where / name
+            made[key] = _generate_once(tmp_path_factory, name, answers)
         return made[key]
 
     return generate
+
+
+def run_root(factory: pytest.TempPathFactory) -> Path:
+    """The temp directory of this whole run: under pytest-xdist every worker's own base is a
+    directory in it (popen-gw0, …), so what is made there can be made once for all workers."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(factory: pytest.TempPathFactory, key: str, make: Callable[[Path], None]) -> Path:
+    """A directory of this run for ``key``, filled by ``make(directory)`` in the first process
+    that asks (the others wait on its lock and find it made). Never change what is in it."""
+    shared = run_root(factory)
+    name = f"once-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    where, done = shared / name, shared / f"{name}.done"
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(where, ignore_errors=True)  # a process that died half-way
+            where.mkdir()
+            make(where)
+            done.touch()
+    return where
+
+
+def _generate_once(factory: pytest.TempPathFactory, name: str, answers: Sequence[str]) -> Path:
+    def new(where: Path) -> None:
+        data = [arg for answer in answers for arg in ("--data", answer)]
+        proc = subprocess.run(
+            [sys.executable, "-m", "campaignops", "new", name, "--defaults", *data],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+
+    return made_once(factory, "\0".join(("campaign new", name, *answers)), new) / name
 
 
 @pytest.fixture
@@ -175,6 +205,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone"
     )
+    config.addinivalue_line(
+        "markers",
+        "late: runs after every other test of its process; it checks a job a session-scoped "
+        "fixture started early (a Slurm time limit), which by then has run its course",
+    )
     # Set by the hook below; registered here too so that `-p no:xdist` runs know it.
     config.addinivalue_line("markers", "xdist_group(name): the pytest-xdist worker group")
 
@@ -202,6 +237,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
         for group in groups:
             if item.get_closest_marker(group) is None:
                 item.add_marker(getattr(pytest.mark, group))
+    # Stable: the `late` tests keep their order, after all the others.
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
     yield
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,29 +32,17 @@ def quick_manifest(n: int) -> str:
     return f'backend: local\nresources: {{time: "00:05:00", cpus: 1, mem: 100M}}\njobs:\n{jobs}'
 
 
-def new_campaign(
-    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch, *, targets: int = 150
-) -> Path:  # type: ignore[no-untyped-def]
+def quick_campaign(copy: Callable[..., Path], *, targets: int = 150) -> Path:
     """A campaign (local and generic-slurm) with manifests/quick.yaml (``targets`` one-line
-    targets t000, t001, …), committed, as the current directory."""
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new",
-        "faults",
-        "--defaults",
-        "--data",
-        "backends=generic-slurm,local",
-        "--data",
-        "smoke_backend=local",
-        "--data",
-        "require_pushed=no",
+    targets t000, t001, …), committed, as the current directory. ``copy`` is the
+    ``new_campaign`` fixture (tests/conftest.py): this test's copy of the session's
+    generated campaign."""
+    root: Path = copy(
+        "faults", "backends=generic-slurm,local", "smoke_backend=local", "require_pushed=no"
     )
-    assert made.code == 0, made.err
-    root = tmp_path / "faults"
     (root / "manifests/quick.yaml").write_text(quick_manifest(targets), encoding="utf-8")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "quick targets")
-    monkeypatch.chdir(root)
     return root
 
 

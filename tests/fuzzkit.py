@@ -28,6 +28,7 @@ from pathlib import Path
 from types import FrameType
 
 from campaignops import cli
+from tests import waiting
 from tests.fuzzmutate import mutate
 
 LEDGER = ".campaign/ledger.jsonl"
@@ -118,14 +119,16 @@ def build_campaign(parent: Path) -> Path:
         done = _campaign(root, "submit", manifest, "--stage", "smoke")
         if done.returncode != 0:
             raise RuntimeError(f"submit {manifest} failed: {done.stdout}{done.stderr}")
-    deadline = time.monotonic() + 120
-    while _campaign(root, "status", "--refresh").returncode == 0:
-        states = [json.loads(x).get("state") for x in (root / LEDGER).read_text().splitlines()]
-        if states.count("COMPLETED") + states.count("FAILED") >= 2:
-            break
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the smokes did not finish: {states}")
-        time.sleep(0.5)
+
+    def states() -> list[str]:
+        return [json.loads(x).get("state") for x in (root / LEDGER).read_text().splitlines()]
+
+    def finished() -> bool:
+        refreshed = _campaign(root, "status", "--refresh")
+        assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+        return states().count("COMPLETED") + states().count("FAILED") >= 2
+
+    waiting.until(lambda: f"the smokes to finish: {states()}", finished, timeout=120)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True, capture_output=True)
     subprocess.run([*git, "commit", "-qm", "ledger"], cwd=root, check=True, capture_output=True)
     return root

@@ -17,12 +17,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import Result
 from tests.faultkit import (
     LEDGER,
@@ -32,7 +33,7 @@ from tests.faultkit import (
     assert_nothing_duplicated,
     campaign_cmd,
     ledger_records,
-    new_campaign,
+    quick_campaign,
     started_jobs,
     stray_dirs,
 )
@@ -42,8 +43,8 @@ TARGETS = 200  # quick.yaml's: kills, the submits that end before their kill, th
 
 
 @pytest.fixture
-def small(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
-    return new_campaign(tmp_path, run, monkeypatch, targets=TARGETS)
+def small(new_campaign: Callable[..., Path]) -> Path:
+    return quick_campaign(new_campaign, targets=TARGETS)
 
 
 # --- kill -9 at random points -------------------------------------------------------------------
@@ -180,15 +181,16 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
     # The next command works without clean-up: a fresh submit, then its job is found.
     done = subprocess.run(_submit_argv(f"t{TARGETS - 1}"), cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    deadline = time.monotonic() + 60
-    while True:
+
+    def finished() -> list[dict[str, object]] | None:
         assert _refresh(run).code == 0
         records = ledger_records(root)
         assert_nothing_duplicated(records)
-        if not any(j.state in ("PENDING", "RUNNING") for j in ledger.read(root).jobs):
-            break
-        assert time.monotonic() < deadline, "the jobs did not finish"
-        time.sleep(0.5)
+        if any(j.state in ("PENDING", "RUNNING") for j in ledger.read(root).jobs):
+            return None
+        return records  # not empty: the submits above are in it
+
+    records = waiting.until("the jobs to finish", finished, timeout=60, most=1.0)
     assert_every_started_job_recorded(root, records)
 
 

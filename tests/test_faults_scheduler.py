@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,13 +25,13 @@ from tests.faultkit import (
     Breaches,
     assert_nothing_duplicated,
     ledger_records,
-    new_campaign,
+    quick_campaign,
 )
 
 
 @pytest.fixture
-def small(tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: ignore[no-untyped-def]
-    return new_campaign(tmp_path, run, monkeypatch)
+def small(new_campaign: Callable[..., Path]) -> Path:
+    return quick_campaign(new_campaign)
 
 
 # --- a scheduler that hangs or prints garbage ---------------------------------------------------

@@ -227,14 +227,10 @@ SQUEUE = "#!/bin/bash\nexit 0\n"  # slurmctld no longer holds the job: sacct alo
 
 
 @pytest.fixture
-def slurm_campaign(tmp_path: Path, run, monkeypatch) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new", "life", "--defaults", "--data", "backends=generic-slurm,local",
-        "--data", "smoke_backend=local", "--data", "require_pushed=no",
-    )  # fmt: skip
-    assert made.code == 0, made.err
-    root = tmp_path / "life"
+def slurm_campaign(tmp_path: Path, new_campaign, monkeypatch) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    root = new_campaign(
+        "life", "backends=generic-slurm,local", "smoke_backend=local", "require_pushed=no"
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in (("sacct", SACCT), ("squeue", SQUEUE)):

@@ -4,9 +4,10 @@ The real runs drive the installed pre-commit in temporary git repositories. pre-
 virtualenv and pip-installs campaignops from a hook repository, so the hook repository is a copy of
 this checkout's working tree, committed in a temp repo: `try-repo` on the checkout itself would use
 HEAD plus changes to *tracked* files only (untracked modules would be missing from the install).
-`try-repo` always builds its environment in a throwaway store (it ignores PRE_COMMIT_HOME); the
-`.pre-commit-config.yaml` cases share one PRE_COMMIT_HOME for the session, so their environment is
-built once.
+Every run shares one PRE_COMMIT_HOME and one hook repository for the whole test run (all
+workers), so the hook environment is built once:
+the try-repo cases run what `try-repo` runs (a config naming the hook repository at its commit)
+rather than `try-repo` itself, whose store is a throwaway directory per call.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 import yaml
 
 from campaignops.checks.registry import FAMILIES
-from tests.conftest import FIXTURES, git
+from tests.conftest import FIXTURES, git, made_once
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
@@ -156,19 +157,24 @@ def _commit_all(root: Path, message: str) -> str:
 
 @pytest.fixture(scope="session")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
-    """This checkout's working tree, committed in a temp repo: a pre-commit hook repository."""
-    dest = tmp_path_factory.mktemp("hook-repo")
-    for name in HOOK_REPO_ITEMS:
-        src = ROOT / name
-        if src.is_symlink():
-            (dest / name).symlink_to(src.readlink())
-        elif src.is_dir():
-            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
-            shutil.copytree(src, dest / name, ignore=ignore)
-        else:
-            shutil.copy2(src, dest / name)
-    git(dest, "init", "-q")
-    return HookRepo(path=dest, rev=_commit_all(dest, "hook repository snapshot"))
+    """This checkout's working tree, committed in a temp repo: a pre-commit hook repository,
+    one for the whole run (its path and commit name the hook environment pre-commit builds)."""
+
+    def snapshot(dest: Path) -> None:
+        for name in HOOK_REPO_ITEMS:
+            src = ROOT / name
+            if src.is_symlink():
+                (dest / name).symlink_to(src.readlink())
+            elif src.is_dir():
+                ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
+                shutil.copytree(src, dest / name, ignore=ignore)
+            else:
+                shutil.copy2(src, dest / name)
+        git(dest, "init", "-q")
+        _commit_all(dest, "hook repository snapshot")
+
+    dest = made_once(tmp_path_factory, "pre-commit hook repository", snapshot)
+    return HookRepo(path=dest, rev=git(dest, "rev-parse", "HEAD").strip())
 
 
 @pytest.fixture(scope="session")
@@ -178,7 +184,8 @@ def pc_env(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, str]:
     env.pop("SKIP", None)
     ident = {"NAME": "Test", "EMAIL": "test@example.org"}
     env.update({f"GIT_{who}_{k}": v for who in ("AUTHOR", "COMMITTER") for k, v in ident.items()})
-    env["PRE_COMMIT_HOME"] = str(tmp_path_factory.mktemp("pre-commit-home"))
+    # One store for the run, shared by the workers (pre-commit locks it while it installs).
+    env["PRE_COMMIT_HOME"] = str(made_once(tmp_path_factory, "PRE_COMMIT_HOME", lambda _: None))
     return env
 
 
@@ -230,8 +237,18 @@ def _pre_commit(*args: str, cwd: Path, env: Mapping[str, str]) -> PreCommit:
 def _try_repo(
     hooks: HookRepo, hook_id: str, *args: str, cwd: Path, env: Mapping[str, str]
 ) -> PreCommit:
+    """What `pre-commit try-repo REPO HOOK` does (a config naming the repository at its commit
+    and the one hook, outside the campaign, then `run`), but in the session's PRE_COMMIT_HOME:
+    try-repo's own store is a fresh temp directory, which rebuilt the hook environment (a
+    virtualenv and a pip install of campaignops) for every call."""
+    config = cwd.parent / f"try-{hook_id}.yaml"
+    config.write_text(
+        f"repos:\n  - repo: {hooks.path}\n    rev: {hooks.rev}\n    hooks:\n"
+        f"      - id: {hook_id}\n",
+        encoding="utf-8",
+    )
     return _pre_commit(
-        "try-repo", str(hooks.path), hook_id, "--color=never", *args, cwd=cwd, env=env
+        "run", "--config", str(config), hook_id, "--color=never", *args, cwd=cwd, env=env
     )
 
 

@@ -26,19 +26,14 @@ from campaignops.backends.local import state as localstate
 from campaignops.model import walltime
 from campaignops.model.jobspec import JobSpec, JobState, Resources
 from campaignops.model.states import FINISHED
+from tests import waiting
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 WAIT_S = 30.0
 
 
 def wait_until(what: str, check: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+    return waiting.until(what, check, timeout=timeout, most=0.1)  # the checks read files
 
 
 def group_gone(pgid: int) -> bool:

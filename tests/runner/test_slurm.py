@@ -22,6 +22,7 @@ from campaignops.backends.slurm import backend as slurm
 from campaignops.model import walltime
 from campaignops.model.jobspec import JobSpec, JobState, Resources
 from campaignops.model.states import FINISHED
+from tests import waiting
 from tests.runner.expected import EXIT, TRAPS, WAIT, case
 
 HEAD = """\
@@ -335,16 +336,16 @@ def wait_for(
     ready: Callable[[Mapping[str, JobState]], bool] | None = None,
     limit: float = 60.0,
 ) -> dict[str, JobState]:
-    """Poll sacct/squeue every second until ``ready`` (default: all finished) or ``limit``."""
-    ready = ready or (lambda s: all(i in s and s[i].state in FINISHED for i in ids))
-    deadline = time.monotonic() + limit
-    while True:
-        states = query(ids)
-        if ready(states):
-            return states
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not there after {limit:.0f} s: {states}")
-        time.sleep(1)
+    """Poll sacct/squeue (tests/waiting.py) until ``ready`` (default: all finished) or ``limit``."""
+    done = ready or (lambda s: all(i in s and s[i].state in FINISHED for i in ids))
+    last: dict[str, JobState] = {}
+
+    def states() -> tuple[dict[str, JobState]] | None:  # a tuple: true even when empty
+        last.clear()
+        last.update(query(ids))
+        return (dict(last),) if done(last) else None
+
+    return waiting.until(lambda: f"{ids}: {last}", states, timeout=limit, most=1.0)[0]
 
 
 def log(job: JobSpec, job_id: str) -> str:
@@ -379,9 +380,10 @@ SLOW = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # held until `late` tests (tests/conftest.py) have run
 def slow_jobs(slurm_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The slow jobs, submitted at once so that they run while the other tests do."""
+    """The slow jobs, submitted at once (by this module's first test) so that they run while
+    the other tests do."""
     root = tmp_path_factory.mktemp("slow")
     jobs = {k: spec(name=f"demo.{k}.smoke", workdir=str(root), **v) for k, v in SLOW.items()}
     ids = {k: submit(job) for k, job in jobs.items()}
@@ -488,6 +490,7 @@ def test_failed_parent_leaves_its_child_pending_forever(slow_jobs: Any) -> None:
 
 
 @pytest.mark.slurm
+@pytest.mark.late  # the other Slurm tests run meanwhile: by then it has ended
 def test_job_past_its_time_limit_is_timeout(slow_jobs: Any) -> None:
     _, ids = slow_jobs
     # Up to 60 s of limit + 30 s until slurmctld checks it + KillWait.

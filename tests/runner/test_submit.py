@@ -10,6 +10,7 @@ import pytest
 
 from campaignops.backends.local.kind import KIND as LOCAL
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import git
 
 SLEEPY = """\
@@ -35,15 +36,8 @@ def records(root: Path) -> list[dict[str, object]]:
 
 
 def settle(run, root: Path, *, want: str, timeout: float = 60) -> ledger.Job:  # type: ignore[no-untyped-def]
-    """Refresh until the newest job reaches ``want`` (a test helper: product code never polls)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(root).jobs[-1]
-        if job.state == want:
-            return job
-        time.sleep(0.5)
-    raise AssertionError(f"no {want} within {timeout} s: {ledger.read(root).jobs[-1].record}")
+    """The newest job once it reached ``want`` (tests/waiting.py)."""
+    return waiting.settled(run, root, want={want}, timeout=timeout)
 
 
 def test_dry_run_shows_gates_and_script_and_submits_nothing(camp: Path, run) -> None:  # type: ignore[no-untyped-def]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import git
 
 pytestmark = pytest.mark.slurm
@@ -22,39 +22,23 @@ jobs:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new",
+def camp(tmp_path: Path, new_campaign, slurm_cluster) -> Path:  # type: ignore[no-untyped-def]
+    root = new_campaign(
         "sl",
-        "--defaults",
-        "--data",
         "backends=generic-slurm,local",
-        "--data",
         "smoke_backend=generic-slurm",
-        "--data",
         "require_pushed=yes",  # the refusal of an unpushed HEAD below (the default is no)
     )
-    assert made.code == 0, made.err
-    root = tmp_path / "sl"
     upstream = tmp_path / "upstream.git"
     git(tmp_path, "init", "-q", "--bare", str(upstream))
     git(root, "remote", "add", "origin", str(upstream))
     git(root, "push", "-q", "-u", "origin", "main")
-    monkeypatch.chdir(root)
     return root
 
 
 def settle(run, root: Path, *, want: set[str], timeout: float = 120) -> ledger.Job:  # type: ignore[no-untyped-def]
-    """Refresh until the newest job's state is in ``want`` (a test helper, not product code)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(root).jobs[-1]
-        if job.state in want:
-            return job
-        time.sleep(1)
-    raise AssertionError(f"not {want} within {timeout} s: {ledger.read(root).jobs[-1].record}")
+    """The newest job once its state is in ``want`` (tests/waiting.py)."""
+    return waiting.settled(run, root, want=want, timeout=timeout)
 
 
 def test_gates_and_a_smoke_on_slurm(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
@@ -181,7 +165,11 @@ def test_a_scheduler_that_stays_down_is_exit_2_and_nothing_is_recorded(
         dead_port = probe.getsockname()[1]
     conf = slurm_cluster.conf.read_text()
     dead = tmp_path / "dead-slurm.conf"
-    dead.write_text(re.sub(r"(?m)^SlurmctldPort=\d+", f"SlurmctldPort={dead_port}", conf))
+    # MessageTimeout=2: a client tries to connect once a second for MessageTimeout seconds
+    # (10 by default) before it says "Unable to contact slurm controller (connect failure)";
+    # the same failure after 2 s, so that the four attempts take 11 s instead of 43.
+    conf = re.sub(r"(?m)^SlurmctldPort=\d+", f"SlurmctldPort={dead_port}", conf)
+    dead.write_text(f"MessageTimeout=2\n{conf}")
     monkeypatch.setenv("SLURM_CONF", str(dead))
     status_before = (camp / "STATUS.md").read_text()
     down = run("submit", "manifests/example.yaml", "--backend", "generic-slurm", "--stage", "smoke")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from campaignops.model import ledger
 from campaignops.runner.submit import JOBS_DIR
+from tests import waiting
 from tests.conftest import git
 
 pytestmark = pytest.mark.slurm
@@ -54,15 +54,9 @@ def time_limit(job_id: str) -> str:
 
 
 def settle(run, root: Path) -> ledger.Job:  # type: ignore[no-untyped-def]
-    """Refresh until the newest job has ended (a test helper, not product code)."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(root).jobs[-1]
-        if job.state in {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL"}:
-            return job
-        time.sleep(1)
-    raise AssertionError(f"not ended within 120 s: {ledger.read(root).jobs[-1].record}")
+    """The newest job once it has ended (tests/waiting.py)."""
+    ended = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL"}
+    return waiting.settled(run, root, want=ended, timeout=120)
 
 
 def test_walltimes_reach_slurmctld_as_the_manifest_means_them(camp: Path, run) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,6 @@ refresh at a time, bounded), read the ledger.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from campaignops.model import ledger
-from campaignops.model.states import FINISHED
+from tests import waiting
 from tests.conftest import Result, git
 
 BACKENDS = [
@@ -65,18 +64,8 @@ class Life:
         return ledger.read(self.root).jobs
 
     def wait(self, ledger_id: str | None = None, *, timeout: float = 180) -> ledger.Job:
-        """Refresh until the job (default: the newest) has ended; a test's loop, not the
-        product's (campaign status --watch asks once a minute)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            assert self.run("status", "--refresh").code == 0
-            jobs = ledger.read(self.root)
-            job = jobs.by_id[ledger_id] if ledger_id else jobs.jobs[-1]
-            if job.state in FINISHED:
-                return job
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not finished within {timeout} s: {dict(job.record)}")
-            time.sleep(0.5 if self.backend == "local" else 1.0)
+        """The job (default: the newest) once a refresh has recorded its end (tests/waiting.py)."""
+        return waiting.settled(self.run, self.root, ledger_id=ledger_id, timeout=timeout)
 
 
 @pytest.fixture

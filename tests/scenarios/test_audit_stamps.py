@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import yaml
 
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
-from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import Result, git
 
 Run = Callable[..., Result]
@@ -188,12 +187,7 @@ def napping(demo: Path, run: Run) -> Iterator[Path]:
 
 def test_a_real_job_the_ledger_shows_running_past_its_limit(napping: Path, run: Run) -> None:
     assert run("submit", "manifests/nap.yaml", "--stage", "smoke").code == 0
-    deadline = time.monotonic() + 60
-    while ledger.read(napping).jobs[-1].state != "RUNNING":  # a test's wait, bounded
-        assert time.monotonic() < deadline, "the job never started"
-        assert run("status", "--refresh").code == 0
-        time.sleep(0.2)
-    job = ledger.read(napping).jobs[-1]
+    job = waiting.settled(run, napping, want={"RUNNING"}, timeout=60)
     assert job.record["time_s"] == 600  # the intent records the limit it was submitted with
     _, today = _audit(run)
     assert today["standing"] == []

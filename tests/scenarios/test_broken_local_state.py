@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from campaignops.backends.local import machine as local
 from campaignops.model import ledger
-from campaignops.model.states import FINISHED
+from tests import waiting
 
 STATE = Path(local.STATE_DIR)
 JOB_KEYS = {"job_id": "local-70", "name": "n", "comment": "c", "submitted": "t"}
@@ -51,13 +50,7 @@ def break_dir(job_dir: Path, content: str | None) -> None:
 
 
 def wait_finished(run, root: Path) -> ledger.Job:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 60
-    while True:
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(root).jobs[-1]
-        if job.state in FINISHED or time.monotonic() > deadline:
-            return job
-        time.sleep(0.5)
+    return waiting.settled(run, root, timeout=60)
 
 
 @pytest.mark.parametrize("kind", list(BROKEN))

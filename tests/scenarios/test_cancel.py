@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import git
 
 NAP = """\
@@ -67,13 +67,7 @@ def camp(new_campaign: Callable[..., Path]) -> Iterator[Path]:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+    return waiting.until(what, check, timeout=timeout)
 
 
 def refreshed(run, root: Path) -> ledger.Job:  # type: ignore[no-untyped-def]

@@ -6,11 +6,10 @@ are real, and the ledger learns each task's end from them.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from campaignops.model import ledger
+from tests import waiting
 from tests.scenarios.conftest import Life
 
 pytestmark = pytest.mark.slurm
@@ -31,15 +30,13 @@ jobs:
 
 
 def _until(life: Life, ok, what: str, timeout: float = 120) -> ledger.Job:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
+    def seen() -> ledger.Job | None:
         assert life.run("status", "--refresh").code == 0
         job = life.jobs()[-1]
-        if ok(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not seen within {timeout} s: {dict(job.record)}")
-        time.sleep(1)
+        return job if ok(job) else None
+
+    told = lambda: f"{what}: {dict(life.jobs()[-1].record)}"  # noqa: E731
+    return waiting.until(told, seen, timeout=timeout, most=1.0)
 
 
 def test_cancel_one_target_then_the_job_on_slurm(camp, run, slurm_cluster) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,6 @@ generated blocks are out of date after the merge until `campaign render`.
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import TODAY, git
 
 RECORDS = (".campaign/ledger.jsonl", "STATUS.md")
@@ -40,15 +40,9 @@ def smoke(run, root: Path, monkeypatch: pytest.MonkeyPatch) -> ledger.Job:  # ty
     monkeypatch.chdir(root)
     done = run("submit", "manifests/example.yaml", "--stage", "smoke", "--commit")
     assert done.code == 0, done.err
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(root).jobs[-1]
-        if job.state == "COMPLETED":
-            git(root, "commit", "-qm", "smoke completed", "--", *RECORDS)
-            return job
-        time.sleep(0.5)
-    raise AssertionError(f"the smoke in {root.name} did not complete")
+    job = waiting.settled(run, root, want={"COMPLETED"}, timeout=60)
+    git(root, "commit", "-qm", "smoke completed", "--", *RECORDS)
+    return job
 
 
 def test_two_clones_merge_without_conflict_and_render_repairs_status(  # type: ignore[no-untyped-def]
@@ -116,11 +110,7 @@ def test_a_refresh_in_one_clone_never_overwrites_the_others_local_job(  # type: 
     assert ledger.read(bob).by_id[mine.ledger_id].state == "PENDING"
     git(bob, "commit", "-qm", "bob's refresh", "--allow-empty", "--", *RECORDS)
     monkeypatch.chdir(alice)
-    deadline = time.monotonic() + 60
-    while ledger.read(alice).by_id[mine.ledger_id].state != "COMPLETED":
-        assert time.monotonic() < deadline, "Alice's smoke did not complete"
-        assert run("status", "--refresh").code == 0
-        time.sleep(0.5)
+    waiting.settled(run, alice, want={"COMPLETED"}, ledger_id=mine.ledger_id, timeout=60)
     git(alice, "commit", "-qm", "smoke completed", "--", *RECORDS)
     _pull(alice, bob)
     assert ledger.read(alice).by_id[mine.ledger_id].state == "COMPLETED"

@@ -5,11 +5,11 @@ test_budget.py, test_campaign_life.py). The jobs are real sbatch jobs, their sta
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
 from campaignops.model import ledger
+from tests import waiting
 from tests.scenarios.conftest import Life
 
 pytestmark = pytest.mark.slurm
@@ -89,11 +89,7 @@ def test_a_gpu_production_is_refused_after_a_cpu_smoke_on_slurm(camp, run, slurm
         "jobs:\n  - {id: train, cmd: 'echo training', args: {epochs: 10}}\n",
     )
     assert life.submit("manifests/gpu.yaml", "smoke").code == 0
-    deadline = time.monotonic() + 120
-    while life.jobs()[-1].state != "COMPLETED":
-        assert time.monotonic() < deadline, dict(life.jobs()[-1].record)
-        life.run("status", "--refresh")
-        time.sleep(1)
+    waiting.settled(life.run, life.root, want={"COMPLETED"}, timeout=120)
     life.commit("cpu smoke done")
     refused = life.submit("manifests/gpu.yaml", "production", "--dry-run")
     assert refused.code == 1 and "gate smoke_first  REFUSE" in refused.out

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 
 from campaignops.backends.local import gpu as localbox
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import git
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -126,13 +126,7 @@ def set_gpus(root: Path, **state: Any) -> None:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+    return waiting.until(what, check, timeout=timeout)
 
 
 def refreshed(run, root: Path) -> ledger.Job:  # type: ignore[no-untyped-def]

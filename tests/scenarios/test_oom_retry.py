@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from tests import waiting
 from tests.scenarios.conftest import Life
 
 # The first attempt grabs 300 MiB against a 100 MiB limit; a retry (the marker is there) needs
@@ -30,16 +31,15 @@ jobs:
 
 def _settled(life: Life, *, jobs: int, timeout: float = 90) -> None:
     """Refresh until ``jobs`` jobs are recorded and every one has ended (the retry included)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ended() -> bool:
         life.run("status", "--refresh")
         found = life.jobs()
-        if len(found) == jobs and all(
+        return len(found) == jobs and all(
             j.state and j.state != "RUNNING" and j.state != "PENDING" for j in found
-        ):
-            return
-        time.sleep(0.5)
-    raise AssertionError([dict(j.record) for j in life.jobs()])
+        )
+
+    waiting.until(lambda: str([dict(j.record) for j in life.jobs()]), ended, timeout=timeout)
 
 
 def test_an_oom_task_is_retried_after_its_delay_and_then_completes(camp, run) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import signal
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 
 from campaignops.model import ledger
 from campaignops.model.states import FINISHED
+from tests import waiting
 from tests.conftest import git
 
 pytestmark = pytest.mark.ssh
@@ -69,24 +69,14 @@ def ssh_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def camp(tmp_path: Path, run, monkeypatch, ssh_boxes, ssh_log) -> Iterator[Path]:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    made = run(
-        "new",
+def camp(new_campaign, ssh_boxes, ssh_log) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    root = new_campaign(
         "boxes",
-        "--defaults",
-        "--data",
         "backends=generic-ssh,local",
-        "--data",
         "smoke_backend=local",
-        "--data",
         "require_pushed=no",
-        "--data",
         "cloud_budget_usd=20",
     )
-    assert made.code == 0, made.err
-    root = tmp_path / "boxes"
-    monkeypatch.chdir(root)
     page = root / "backends/generic-ssh.md"
     boxes = [b.instance(usd_per_hour=0.5) for b in ssh_boxes]
     page.write_text(front_matter_with(page.read_text(), boxes))
@@ -104,13 +94,7 @@ def camp(tmp_path: Path, run, monkeypatch, ssh_boxes, ssh_log) -> Iterator[Path]
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+    return waiting.until(what, check, timeout=timeout)
 
 
 def newest(root: Path) -> ledger.Job:

@@ -3,12 +3,12 @@ anything runs, enforced as written (the real-Slurm story: tests/runner/test_subm
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from campaignops.model import ledger
+from tests import waiting
 from tests.conftest import git
 
 MANIFEST = """\
@@ -42,12 +42,7 @@ def test_hours_minutes_is_rendered_in_three_fields(camp: Path, run) -> None:  # 
 def test_a_limit_in_seconds_ends_the_task_timeout(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
     submitted = run("submit", commit_manifest(camp, '"00:00:02"'), "--stage", "smoke")
     assert submitted.code == 0, submitted.err
-    deadline = time.monotonic() + 60
-    job = ledger.read(camp).jobs[-1]
-    while job.state not in ("TIMEOUT", "COMPLETED", "FAILED") and time.monotonic() < deadline:
-        time.sleep(0.5)
-        assert run("status", "--refresh").code == 0
-        job = ledger.read(camp).jobs[-1]
+    job = waiting.settled(run, camp, want={"TIMEOUT", "COMPLETED", "FAILED"}, timeout=60)
     assert job.state == "TIMEOUT", job.record
 
 

@@ -15,6 +15,7 @@ import pytest
 from campaignops import __version__
 from campaignops.generate import answers as answers_mod
 from campaignops.generate import install_source
+from tests.conftest import made_once
 
 ROOT = Path(__file__).resolve().parents[2]
 # One row per engine comparison: together they cover every backend, every ci and every domain.
@@ -76,13 +77,17 @@ def make_mirror(dest: Path) -> Mirror:
 
 @pytest.fixture(scope="session")
 def mirror(tmp_path_factory: pytest.TempPathFactory) -> Mirror:
-    return make_mirror(tmp_path_factory.mktemp("campaignops-mirror"))
+    """One mirror for the whole test run (all workers): the hook environments built from it
+    are then shared too."""
+    path = made_once(tmp_path_factory, "campaignops mirror", make_mirror)
+    return Mirror(path=path, tag=f"v{__version__}")
 
 
 @pytest.fixture(scope="session")
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One pre-commit cache for the session: each hook environment is built once."""
-    return tmp_path_factory.mktemp("pre-commit-home")
+    """One pre-commit cache for the whole test run (all workers; pre-commit locks it while it
+    installs): each hook environment is built once."""
+    return made_once(tmp_path_factory, "PRE_COMMIT_HOME", lambda _: None)
 
 
 def full_answers(slug: str, extra: Mapping[str, str]) -> dict[str, str]:
@@ -120,17 +125,22 @@ def render_cookiecutter(out: Path, data: Mapping[str, str]) -> Path:
 def rendered(
     tmp_path_factory: pytest.TempPathFactory, mirror: Mirror
 ) -> dict[int, tuple[Path, Path]]:
-    """Each MATRIX row rendered by both engines: {row: (copier_dir, cookiecutter_dir)}; their
-    hooks install campaignops from the local mirror of this checkout."""
-    base = tmp_path_factory.mktemp("engines")
-    out: dict[int, tuple[Path, Path]] = {}
-    for i, extra in enumerate(MATRIX):
-        slug = f"camp-{i}"
-        data = full_answers(slug, {**extra, "campaignops_requirement": mirror.requirement})
-        a = render_copier(base / "copier" / slug, data)
-        b = render_cookiecutter(base / "cookiecutter", data)
-        out[i] = (a, b)
-    return out
+    """Each MATRIX row rendered by both engines, once for the whole test run (all workers):
+    {row: (copier_dir, cookiecutter_dir)}; their hooks install campaignops from the local
+    mirror of this checkout. Read them; copy them (``copy_tree``) to change them."""
+
+    def render(base: Path) -> None:
+        for i, extra in enumerate(MATRIX):
+            slug = f"camp-{i}"
+            data = full_answers(slug, {**extra, "campaignops_requirement": mirror.requirement})
+            render_copier(base / "copier" / slug, data)
+            render_cookiecutter(base / "cookiecutter", data)
+
+    base = made_once(tmp_path_factory, f"rendered\0{mirror.requirement}", render)
+    return {
+        i: (base / "copier" / f"camp-{i}", base / "cookiecutter" / f"camp-{i}")
+        for i in range(len(MATRIX))
+    }
 
 
 def copy_tree(src: Path, dest: Path) -> Path:
