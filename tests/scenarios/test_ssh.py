@@ -88,8 +88,11 @@ def camp(new_campaign, ssh_boxes, ssh_log) -> Iterator[Path]:  # type: ignore[no
         box.start()
         box.ssh("for d in ~/work/.campaignops/jobs/*/; do touch $d/cancel; done; true")
         for pid in box.processes():
-            if Path(f"/proc/{pid}/comm").read_text().strip() != "sshd":
-                os.kill(pid, signal.SIGKILL)
+            try:  # a process listed a moment ago may have ended since: nothing left to stop
+                if Path(f"/proc/{pid}/comm").read_text().strip() != "sshd":
+                    os.kill(pid, signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError):
+                continue
         box.ssh("rm -rf ~/work/* ~/work/.campaignops")
 
 
