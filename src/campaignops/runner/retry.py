@@ -78,8 +78,8 @@ def pending(
     groups: dict[tuple[str, str, str, int], tuple[list[str], set[str], dt.datetime]] = {}
     for (where, stage, target), job in latest.items():
         task = job.task(target)
-        boxed = retried_itself(job)
-        if task is None or task.state != OOM or boxed:
+        # Asked last: whether the executor retried by itself reads the backend's page.
+        if task is None or task.state != OOM or retried_itself(job):
             continue
         if where not in policies:
             policies[where] = policy_of(manifest(where))

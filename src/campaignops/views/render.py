@@ -46,6 +46,7 @@ class Sources:
         self.reader = reader
         self._ledger: ledger_mod.Ledger | None = None
         self._rendered: dict[str, str] = {}
+        self._pages: dict[str, dict[str, Any] | None] = {}  # one read per page, not per row
 
     def _text(self, rel: str) -> str:
         if not self.reader.exists(rel):
@@ -74,10 +75,13 @@ class Sources:
 
     def page(self, name: str) -> dict[str, Any] | None:
         """A backend page's front matter, or None when the backend has no page."""
-        rel = backendpage.path_of(name)
-        if not backendpage.is_name(name) or not self.reader.exists(rel):
-            return None
-        return backendpage.front_matter(self._text(rel), path=rel)
+        if name not in self._pages:
+            rel = backendpage.path_of(name)
+            found = backendpage.is_name(name) and self.reader.exists(rel)
+            self._pages[name] = (
+                backendpage.front_matter(self._text(rel), path=rel) if found else None
+            )
+        return self._pages[name]
 
     def failures(self) -> Any:
         """The merged catalog: failures.yaml with failures.local.yaml over it by id."""
