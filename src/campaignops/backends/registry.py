@@ -36,7 +36,7 @@ from campaignops.backends.local.kind import KIND as LOCAL
 from campaignops.backends.pbs.kind import KIND as PBS
 from campaignops.backends.slurm.kind import KIND as SLURM
 from campaignops.backends.ssh.kind import KIND as SSH
-from campaignops.core.errors import UsageError
+from campaignops.core.errors import CampaignError, UsageError
 from campaignops.model.backendpage import path_of
 from campaignops.model.ledger import Job
 
@@ -50,6 +50,16 @@ def kind_of(page: Mapping[str, Any] | None) -> Kind | None:
     if not page:
         return None
     return next((kind for kind in KINDS if kind.serves(page)), None)
+
+
+def kind_named(root: Path, name: str) -> Kind | None:
+    """The registered backend of a campaign's backend ``name``, or None: no page, no runner for
+    it, or a page that cannot be read (campaign check reports that; a caller asking a hook
+    treats it as a backend that says nothing)."""
+    try:
+        return kind_of(page(root, name))
+    except CampaignError:
+        return None
 
 
 def module_for(page: Mapping[str, Any] | None) -> str | None:

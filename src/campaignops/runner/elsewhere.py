@@ -17,7 +17,6 @@ from pathlib import Path
 
 from campaignops.backends import registry as backends
 from campaignops.backends.base import Kind
-from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
 from campaignops.model.states import FINISHED
 
@@ -28,10 +27,7 @@ THERE = "campaign status --refresh in the clone that submitted it, then commit a
 
 def _kind(root: Path, name: str, known: dict[str, Kind | None]) -> Kind | None:
     if name not in known:
-        try:
-            known[name] = backends.kind_of(backends.page(root, name))
-        except CampaignError:
-            known[name] = None
+        known[name] = backends.kind_named(root, name)
     return known[name]
 
 

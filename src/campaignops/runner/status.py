@@ -236,10 +236,7 @@ def _manifest(root: Path, rel: str) -> Any:
 
 def _retried_itself(root: Path, job: ledger.Job) -> bool:
     """The job's own executor already retried its OOM (manifest oom_retry on a box executor)."""
-    try:
-        kind = backends.kind_of(backends.page(root, job.backend or "local"))
-    except CampaignError:
-        return False
+    kind = backends.kind_named(root, job.backend or "local")
     return kind is not None and kind.retries_oom_itself(job.job_id or "")
 
 

@@ -13,15 +13,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from campaignops.backends import registry as backends
-from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
 
 
 def _pause(root: Path, name: str) -> float | None:
-    try:
-        kind = backends.kind_of(backends.page(root, name))
-    except CampaignError:
-        return None
+    kind = backends.kind_named(root, name)
     return kind.watch_pause_s if kind is not None else None
 
 
