@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Benchmarks on a real Slurm cluster (as root: dev/slurm_cluster.py installs and starts one).
+"""Benchmarks on the real schedulers, side by side: a Slurm cluster and a Grid Engine cell.
 
-1. Fan-out: 1,000 cells as ONE array job (the runner's render + one sbatch call) against a loop
-   of 1,000 sbatch calls; prints scheduler calls made, wall time of each, and the ratio
-   (target: one submission call, >= 50x faster).
-2. Status: a campaign ledger tracking the 1,000 jobs of the loop; `status.refresh` with every
-   scheduler call counted (target: 1 accounting query + <= 1 queue query) and timed.
-3. The whole path for a queue file: a campaign from `campaign new` with a 1,000-line queue file
-   and its manifest, committed, then `campaign submit`'s library call (the six gates, 1,000
-   fingerprints, the ledger, the wrapper lock, STATUS.md) with every scheduler call counted
+As root: dev/slurm_cluster.py and dev/gridengine_cell.py install and start each in its own
+directory; both stop at the end. For each scheduler:
+
+1. Fan-out: 1,000 cells as ONE array job (the backend's render + one submission call) against a
+   loop of 1,000 submission calls (each held, so none runs); prints the calls made, the wall time
+   of each and the ratio (target: one submission call, >= 50x faster).
+2. Status: a campaign ledger tracking 1,000 tasks; ``status.refresh`` with every scheduler call
+   counted (target: 1 accounting query + <= 1 queue query) and timed. Slurm tracks the loop's
+   1,000 jobs; Grid Engine one held array of 1,000 tasks (every task in qstat's answer).
+3. Slurm only: ``campaign submit`` of a 1,000-line queue file through the six gates (1,000
+   fingerprints, the ledger, the wrapper lock, STATUS.md) with its scheduler calls counted
    (target: one sibling query and one sbatch call), timed against the loop of part 1.
-Never fails on timing.
+Ends with one table of both schedulers. Never fails on timing.
 
-    python bench/slurm.py [--cells N]
+    python bench/schedulers.py [--cells N] [--only slurm|gridengine]
 """
 
 from __future__ import annotations
@@ -25,20 +28,35 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from campaignops.backends import command as scheduler
+from campaignops.backends.gridengine.backend import GridEngineBackend
 from campaignops.backends.slurm import backend as slurm
 from campaignops.model import ledger_writer as lw
 from campaignops.model.jobspec import JobSpec, Resources
-from campaignops.runner import status
+from campaignops.runner import status, submit
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cluster_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("slurm_cluster", ROOT / "dev/slurm_cluster.py")
+@dataclass(frozen=True)
+class Result:
+    """One scheduler's figures, for the closing table."""
+
+    scheduler: str
+    array_calls: int
+    array_s: float
+    loop_s: float
+    refresh_calls: tuple[str, ...]
+    refresh_s: float
+
+
+def dev_module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"dev/{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -47,12 +65,114 @@ def cluster_module():  # type: ignore[no-untyped-def]
 
 
 class Counter:
-    def __init__(self) -> None:
+    """A scheduler call that records the command's name before it runs."""
+
+    def __init__(self, answered: frozenset[int] = frozenset()) -> None:
         self.calls: list[str] = []
+        self.answered = answered
 
     def __call__(self, argv: Sequence[str]) -> scheduler.Call:
         self.calls.append(argv[0] if argv[0] != "env" else argv[2])
-        return scheduler.call(argv)
+        return scheduler.call(argv, answered=self.answered)
+
+
+def spec_of(work: Path, n: int) -> JobSpec:
+    return JobSpec(
+        name="bench.cells.production",
+        workdir=str(work),
+        tasks=tuple("true" for _ in range(n)),
+        max_parallel=8,
+        resources=Resources(time="00:05:00", mem="10M"),
+    )
+
+
+def campaign_of(work: Path, page: str, kind: str) -> Path:
+    """A bare campaign with one backend page, enough for ``status.refresh``."""
+    camp = work / f"campaign-{kind}"
+    (camp / "backends").mkdir(parents=True)
+    (camp / "campaign.yaml").write_text(f"name: bench\nbackends: [{page}]\n")
+    (camp / f"backends/{page}.md").write_text(
+        f"---\nplatform: {page}\nkind: {kind}\nscheduler: {kind}\nverified: 2026-11\n---\n"
+    )
+    return camp
+
+
+def track(camp: Path, page: str, jobs: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Ledger records for jobs already submitted: (job id, its targets) each."""
+    now = dt.datetime.now(dt.timezone.utc)
+    records = []
+    for job_id, targets in jobs:
+        lid = lw.new_ledger_id(now)
+        records.append(
+            lw.intent_record(
+                ledger_id=lid,
+                time=now,
+                campaign="bench",
+                backend=page,
+                stage="production",
+                targets=list(targets),
+                fingerprint="sha256:" + "0" * 64,
+                commit="0" * 40,
+                manifest="manifests/bench.yaml",
+                name="bench.cells.production",
+            )
+        )
+        records.append(
+            lw.result_record(ledger_id=lid, time=now, job_id=job_id, submitted=now, state="PENDING")
+        )
+    lw.append(camp, records)
+
+
+def timed(action: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    action()
+    return time.perf_counter() - t0
+
+
+def refresh(camp: Path, answered: frozenset[int] = frozenset()) -> tuple[tuple[str, ...], float]:
+    count = Counter(answered)
+    seconds = timed(lambda: status.refresh(root=camp, call=count))
+    return tuple(count.calls), seconds
+
+
+def fanout_lines(name: str, verb: str, r: Result, n: int) -> list[str]:
+    return [
+        f"fan-out of {n} cells on {name}:",
+        f"  one array job:       {r.array_calls} {verb} call,   {r.array_s:.3f} s",
+        f"  loop of {verb}:{' ' * (12 - len(verb))}{n} {verb} calls, {r.loop_s:.3f} s",
+        f"  ratio loop/array:    {r.loop_s / r.array_s:.0f}x  (target >= 50x)",
+    ]
+
+
+def slurm_loop(work: Path, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        out = subprocess.run(
+            ["sbatch", "--parsable", "--hold", f"--job-name=bench.c{i}.production",
+             "--time=00:05:00", "--mem=10M", f"--chdir={work}", "--output=logs/%j.out",
+             "--wrap=true"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        ids.append(slurm.parse_job_id(out.stdout))
+    return ids
+
+
+def bench_slurm(work: Path, n: int) -> Result:
+    script = work / "array.sh"
+    script.write_text(slurm.render(spec_of(work, n)))
+    count = Counter()
+    ids: list[str] = []
+    array_s = timed(
+        lambda: ids.append(slurm.parse_job_id(count(slurm.submit_argv(str(script))).stdout))
+    )
+    subprocess.run(["scancel", ids[0]], check=False)
+    loop_ids: list[str] = []
+    loop_s = timed(lambda: loop_ids.extend(slurm_loop(work, n)))
+    camp = campaign_of(work, "slurm-bench", "slurm")
+    track(camp, "slurm-bench", [(job_id, [f"c{i}"]) for i, job_id in enumerate(loop_ids)])
+    calls, refresh_s = refresh(camp)
+    subprocess.run(["scancel", *loop_ids], check=False, capture_output=True)
+    return Result("Slurm", len(count.calls), array_s, loop_s, calls, refresh_s)
 
 
 QUEUE_MANIFEST = """\
@@ -71,148 +191,144 @@ def git(root: Path, *args: str) -> None:
     subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
 
 
-def submit_a_queue(work: Path, n: int) -> tuple[float, list[str], str]:
+def submit_a_queue(work: Path, n: int) -> tuple[float, list[str]]:
     """A fresh campaign whose queue file has ``n`` cells, submitted through the gates."""
-    from campaignops.runner import submit
-
     camp = work / "queue-campaign"
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "campaignops",
-            "new",
-            str(camp),
-            "--defaults",
-            "--data",
-            "backends=generic-slurm,local",
-            "--data",
-            "smoke_backend=generic-slurm",
-            "--data",
-            "require_pushed=no",
-        ],
-        check=True,
-        capture_output=True,
-    )
+        [sys.executable, "-m", "campaignops", "new", str(camp), "--defaults",
+         "--data", "backends=generic-slurm,local", "--data", "smoke_backend=generic-slurm",
+         "--data", "require_pushed=no"],
+        check=True, capture_output=True,
+    )  # fmt: skip
     lines = "".join(f"configs/bench/c{i}.yaml train {1 + i % 50}\n" for i in range(n))
     (camp / "queues/bench.txt").write_text(lines)
+    # The gates refuse a queue line whose config is not committed: the configs exist, as a user's.
+    (camp / "configs/bench").mkdir(parents=True)
+    for i in range(n):
+        (camp / f"configs/bench/c{i}.yaml").write_text(f"seed: {i}\n")
     (camp / "manifests/bench-queue.yaml").write_text(QUEUE_MANIFEST)
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "a queue of cells")
     count = Counter()
-    t0 = time.perf_counter()
     ask = submit.Ask(manifest="manifests/bench-queue.yaml", stage="smoke")
-    outcome = submit.submit(root=camp, ask=ask, call=count)
-    elapsed = time.perf_counter() - t0
-    return elapsed, count.calls, outcome.submitted[0].job_id
+    outcomes: list[submit.Outcome] = []
+    seconds = timed(lambda: outcomes.append(submit.submit(root=camp, ask=ask, call=count)))
+    subprocess.run(["scancel", str(outcomes[0].submitted[0].job_id)], check=False)
+    return seconds, count.calls
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cells", type=int, default=1000, help="cells / jobs (1000)")
-    args = parser.parse_args()
-    if os.geteuid() != 0:
-        print("bench/slurm.py needs root: it starts a Slurm cluster", file=sys.stderr)
-        return 2
-    dev = cluster_module()
+def gridengine_loop(work: Path, be: GridEngineBackend, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        out = subprocess.run(
+            ["qsub", "-terse", "-h", "-b", "y", "-N", f"bench.c{i}.production",
+             "-l", "h_rt=00:05:00", "-cwd", "-o", "/dev/null", "-j", "y", "true"],
+            cwd=work, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        ids.append(be.parse_job_id(out.stdout))
+    return ids
+
+
+def bench_gridengine(work: Path, n: int) -> Result:
+    camp = campaign_of(work, "sge-bench", "gridengine")
+    be = GridEngineBackend(camp, "sge-bench")
+    script = work / "array.sh"
+    script.write_text(be.render(spec_of(work, n)))
+    # qsub answers 1 for a refused submission; the counter keeps that an answer, not a crash.
+    count = Counter(answered=frozenset({1}))
+    ids: list[str] = []
+    # Held (-h), so the status part finds all the tasks waiting in qstat's answer.
+    argv = ["qsub", "-terse", "-h", str(script)]
+    array_s = timed(lambda: ids.append(be.parse_job_id(count(argv).stdout)))
+    loop_ids: list[str] = []
+    loop_s = timed(lambda: loop_ids.extend(gridengine_loop(work, be, n)))
+    subprocess.run(["qdel", *loop_ids], check=False, capture_output=True)
+    track(camp, "sge-bench", [(ids[0], [f"c{i}" for i in range(n)])])
+    calls, refresh_s = refresh(camp, answered=frozenset({1}))
+    subprocess.run(["qdel", ids[0]], check=False, capture_output=True)
+    return Result("Grid Engine", len(count.calls), array_s, loop_s, calls, refresh_s)
+
+
+def run_slurm(n: int) -> Result:
+    dev = dev_module("slurm_cluster")
     dev.install()
-    base = Path(tempfile.mkdtemp(prefix="campaignops-slurm-bench-"))
-    cluster = dev.start(base)
+    cluster = dev.start(Path(tempfile.mkdtemp(prefix="campaignops-slurm-bench-")))
     os.environ["SLURM_CONF"] = str(cluster.conf)
     work = Path(tempfile.mkdtemp(prefix="campaignops-bench-"))
     (work / "logs").mkdir()
     try:
-        n = args.cells
-        spec = JobSpec(
-            name="bench.cells.production",
-            workdir=str(work),
-            tasks=tuple("true" for _ in range(n)),
-            max_parallel=8,
-            resources=Resources(time="00:05:00", mem="10M"),
-        )
-        script = work / "array.sh"
-        script.write_text(slurm.render(spec))
-        count = Counter()
-        t0 = time.perf_counter()
-        array_id = slurm.parse_job_id(count(slurm.submit_argv(str(script))).stdout)
-        array_s = time.perf_counter() - t0
-        array_calls = len(count.calls)
-        subprocess.run(["scancel", array_id], check=False)
-        loop_ids = []
-        t0 = time.perf_counter()
-        for i in range(n):
-            out = subprocess.run(
-                [
-                    "sbatch",
-                    "--parsable",
-                    "--hold",
-                    f"--job-name=bench.c{i}.production",
-                    "--time=00:05:00",
-                    "--mem=10M",
-                    f"--chdir={work}",
-                    "--output=logs/%j.out",
-                    "--wrap=true",
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            loop_ids.append(slurm.parse_job_id(out.stdout))
-        loop_s = time.perf_counter() - t0
-        print(f"fan-out of {n} cells on Slurm {cluster.name}:")
-        print(f"  one array job:       {array_calls} sbatch call,   {array_s:.3f} s")
-        print(f"  loop of sbatch:      {n} sbatch calls, {loop_s:.3f} s")
-        print(f"  ratio loop/array:    {loop_s / array_s:.0f}x  (target >= 50x)")
-
-        camp = work / "campaign"
-        (camp / "backends").mkdir(parents=True)
-        (camp / "campaign.yaml").write_text("name: bench\nbackends: [slurm-bench]\n")
-        (camp / "backends/slurm-bench.md").write_text(
-            "---\nplatform: slurm-bench\nkind: slurm\nscheduler: slurm\nverified: 2026-11\n---\n"
-        )
-        now = dt.datetime.now(dt.timezone.utc)
-        records = []
-        for i, job_id in enumerate(loop_ids):
-            lid = lw.new_ledger_id(now)
-            records.append(
-                lw.intent_record(
-                    ledger_id=lid,
-                    time=now,
-                    campaign="bench",
-                    backend="slurm-bench",
-                    stage="production",
-                    targets=[f"c{i}"],
-                    fingerprint="sha256:" + "0" * 64,
-                    commit="0" * 40,
-                    manifest="manifests/bench.yaml",
-                    name=f"bench.c{i}.production",
-                )
-            )
-            records.append(
-                lw.result_record(
-                    ledger_id=lid, time=now, job_id=job_id, submitted=now, state="PENDING"
-                )
-            )
-        lw.append(camp, records)
-        count = Counter()
-        t0 = time.perf_counter()
-        done = status.refresh(root=camp, call=count)
-        refresh_s = time.perf_counter() - t0
+        r = bench_slurm(work, n)
+        print("\n".join(fanout_lines(f"Slurm {cluster.name}", "sbatch", r, n)))
         print(
-            f"status refresh of {n} tracked jobs: {len(count.calls)} scheduler calls "
-            f"({', '.join(count.calls)}), {refresh_s:.3f} s, {len(done.changed)} state changes "
+            f"status refresh of {n} tracked jobs: {len(r.refresh_calls)} scheduler calls "
+            f"({', '.join(r.refresh_calls)}), {r.refresh_s:.3f} s "
             "(target: 1 accounting + <= 1 queue query)"
         )
-        subprocess.run(["scancel", *loop_ids], check=False, capture_output=True)
-        queue_s, calls, job_id = submit_a_queue(work, n)
-        subprocess.run(["scancel", job_id], check=False)
+        queue_s, calls = submit_a_queue(work, n)
         print(
             f"campaign submit of a {n}-line queue file: {len(calls)} scheduler calls "
             f"({', '.join(calls)}), {queue_s:.3f} s; loop of sbatch / submit: "
-            f"{loop_s / queue_s:.0f}x  (target: one sbatch call)"
+            f"{r.loop_s / queue_s:.0f}x  (target: one sbatch call)"
         )
+        return r
     finally:
         cluster.stop()
+
+
+def run_gridengine(n: int) -> Result:
+    dev = dev_module("gridengine_cell")
+    dev.install()
+    cell = dev.start(Path(tempfile.mkdtemp(prefix="campaignops-sge-bench-")))
+    saved = dict(os.environ)
+    os.environ.update(cell.env)
+    work = Path(tempfile.mkdtemp(prefix="campaignops-bench-"))
+    work.chmod(0o755)  # the cell's execd writes the held jobs' logs as the submitting user
+    (work / "logs").mkdir()
+    try:
+        r = bench_gridengine(work, n)
+        print("\n".join(fanout_lines(f"Grid Engine ({cell.host})", "qsub", r, n)))
+        print(
+            f"status refresh of an array of {n} tasks: {len(r.refresh_calls)} scheduler calls "
+            f"({', '.join(r.refresh_calls)}), {r.refresh_s:.3f} s (target: 1 qstat + <= 1 qacct)"
+        )
+        return r
+    finally:
+        cell.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def table(results: Sequence[Result], n: int) -> list[str]:
+    rows = [
+        f"| {n:,} cells | one array job | loop of submissions | ratio | refresh calls | refresh |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for r in results:
+        rows.append(
+            f"| {r.scheduler} | {r.array_calls} call, {r.array_s:.3f} s | {n} calls, "
+            f"{r.loop_s:.1f} s | **{r.loop_s / r.array_s:.0f}x** | "
+            f"{len(r.refresh_calls)} ({', '.join(r.refresh_calls)}) | {r.refresh_s:.2f} s |"
+        )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=1000, help="cells / jobs (1000)")
+    parser.add_argument(
+        "--only", choices=("slurm", "gridengine"), help="one scheduler (default: both)"
+    )
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("bench/schedulers.py needs root: it starts a Slurm cluster", file=sys.stderr)
+        return 2
+    results = []
+    if args.only in (None, "slurm"):
+        results.append(run_slurm(args.cells))
+    if args.only in (None, "gridengine"):
+        results.append(run_gridengine(args.cells))
+    print()
+    print("\n".join(table(results, args.cells)))
     return 0
 
 
