@@ -26,6 +26,7 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,91 @@ def _parents(root: Path, backend: str, after: Sequence[str]) -> dict[str, dict[s
     return sshplaced.placements(root, backend, after)
 
 
+@dataclass(frozen=True)
+class _Start:
+    """What every box's start of one job shares."""
+
+    directives: local.Directives
+    job_id: str
+    commit: str
+    campaign: str
+    script: str
+    executor: str
+    source: bytes
+    declared: Mapping[str, Any]
+    settings: Mapping[str, Any]
+    patterns: tuple[str, ...]
+
+
+def _oom_patterns(
+    root: Path, backend: str, page: Any, settings: Mapping[str, Any]
+) -> tuple[str, ...]:
+    if not settings.get("oom_attempts"):
+        return ()
+    kind = str((page or {}).get("kind") or "ssh")
+    return catalog.oom_patterns(catalog.load(root), backend=backend, kind=kind)
+
+
+def _deploy_all(root: Path, boxes: Sequence[Instance], campaign: str, commit: str) -> None:
+    """Every deploy first: an unreachable box stops us before any start."""
+    tree = sshlink.archive(root, commit)
+    for box in boxes:
+        target = sshlink.deploy_dir(box, campaign, commit)
+        answer = sshlink.call(box, sshlink.deploy_command(target), stdin=tree)
+        sshlink.checked(answer, box, f"deploying {commit[:12]} to {target}")
+
+
+def _new_job_id(state: Path) -> str:
+    return jobids.allocate(
+        state,
+        prefix="ssh-",
+        used=lambda: (
+            int(m[1]) for p in state.glob("ssh-*.json") if (m := JOB_ID.fullmatch(p.stem))
+        ),
+        make_dir=False,
+    )
+
+
+def _start_on(
+    box: Instance, start: _Start, indices: list[int], needs: Sequence[Any]
+) -> dict[str, Any]:
+    """Place the job's files on one box, start its executor there: the placement record."""
+    deploy = sshlink.deploy_dir(box, start.campaign, start.commit)
+    doc = job_document(
+        start.directives,
+        start.job_id,
+        indices,
+        box,
+        needs,
+        deploy,
+        start.declared,
+        settings=start.settings,
+        oom_patterns=start.patterns,
+    )
+    job_id = start.job_id
+    files: Mapping[str, bytes] = {
+        start.executor: start.source,
+        f"jobs/.{job_id}.tmp/script.sh": instance_script(start.script, deploy).encode("utf-8"),
+        f"jobs/.{job_id}.tmp/job.json": (json.dumps(doc, indent=1) + "\n").encode("utf-8"),
+    }
+    command = sshlink.place_and_start_command(box, start.executor, job_id)
+    answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
+    started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+    return {
+        "instance": box.record(),
+        "commit": start.commit,
+        "dir": deploy,
+        "job_dir": f"{box.workdir}/{sshlink.STATE}/jobs/{job_id}",
+        "executor": f"{box.workdir}/{sshlink.STATE}/{start.executor}",
+        "indices": indices,
+        # What campaign pull may bring home for each task: the box's own list is
+        # never trusted for it (docs/robustness.md, Trust boundaries).
+        "outputs": {i: p for i, p in start.declared.items() if int(i) in indices},
+        "pid": started.get("pid"),
+        "via": started.get("via"),
+    }
+
+
 def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     script = script_path.read_text(encoding="utf-8")
     d = local.parse_directives(script)
@@ -223,82 +309,41 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     raw_costs = settings.get("costs")
     costs = [float(c) for c in raw_costs] if isinstance(raw_costs, list) else None
     shares = deal(d.size, instances, costs)
-    patterns = (
-        catalog.oom_patterns(
-            catalog.load(root), backend=backend, kind=str((page or {}).get("kind") or "ssh")
-        )
-        if settings.get("oom_attempts")
-        else ()
-    )
     boxes = [i for i in instances if i.name in shares]
     source = sshlink.executor_source()
-    executor = sshlink.executor_name(source)
-    tree = sshlink.archive(root, commit)
-    for box in boxes:  # every deploy first: an unreachable box stops us before any start
-        target = sshlink.deploy_dir(box, campaign, commit)
-        answer = sshlink.call(box, sshlink.deploy_command(target), stdin=tree)
-        sshlink.checked(answer, box, f"deploying {commit[:12]} to {target}")
+    patterns = _oom_patterns(root, backend, page, settings)
+    _deploy_all(root, boxes, campaign, commit)
     state = state_dir(root, backend)
-    job_id = jobids.allocate(
-        state,
-        prefix="ssh-",
-        used=lambda: (
-            int(m[1]) for p in state.glob("ssh-*.json") if (m := JOB_ID.fullmatch(p.stem))
-        ),
-        make_dir=False,
+    start = _Start(
+        directives=d,
+        job_id=_new_job_id(state),
+        commit=commit,
+        campaign=campaign,
+        script=script,
+        executor=sshlink.executor_name(source),
+        source=source,
+        declared=outputs_of(script),
+        settings=settings,
+        patterns=patterns,
     )
     placed: list[dict[str, Any]] = []
-    declared = outputs_of(script)
     for box in boxes:
-        deploy = sshlink.deploy_dir(box, campaign, commit)
-        doc = job_document(
-            d,
-            job_id,
-            shares[box.name],
-            box,
-            sshafter.requirements(after, parents, box.name),
-            deploy,
-            declared,
-            settings=settings,
-            oom_patterns=patterns,
-        )
-        files: Mapping[str, bytes] = {
-            executor: source,
-            f"jobs/.{job_id}.tmp/script.sh": instance_script(script, deploy).encode("utf-8"),
-            f"jobs/.{job_id}.tmp/job.json": (json.dumps(doc, indent=1) + "\n").encode("utf-8"),
-        }
-        command = sshlink.place_and_start_command(box, executor, job_id)
+        needs = sshafter.requirements(after, parents, box.name)
         try:
-            answer = sshlink.call(box, command, stdin=sshlink.job_tar(files))
-            started = _start_answer(sshlink.checked(answer, box, f"starting {job_id}"), box)
+            placed.append(_start_on(box, start, shares[box.name], needs))
         except CampaignError as exc:
             raise _unwound(exc, placed) from None
-        placed.append(
-            {
-                "instance": box.record(),
-                "commit": commit,
-                "dir": deploy,
-                "job_dir": f"{box.workdir}/{sshlink.STATE}/jobs/{job_id}",
-                "executor": f"{box.workdir}/{sshlink.STATE}/{executor}",
-                "indices": shares[box.name],
-                # What campaign pull may bring home for each task: the box's own list is
-                # never trusted for it (docs/robustness.md, Trust boundaries).
-                "outputs": {i: p for i, p in declared.items() if int(i) in shares[box.name]},
-                "pid": started.get("pid"),
-                "via": started.get("via"),
-            }
-        )
     record = {
-        "job_id": job_id,
-        "workdir": deploy,
+        "job_id": start.job_id,
+        "workdir": sshlink.deploy_dir(boxes[-1], campaign, commit) if boxes else "",
         "name": d.name,
         "comment": d.comment,
         "submitted": now(),
         "size": d.size,
         "placement": placed,
     }
-    write_atomic(state / f"{job_id}.json", (json.dumps(record, indent=1) + "\n").encode())
-    return {"job_id": job_id, "placement": placed}
+    write_atomic(state / f"{start.job_id}.json", (json.dumps(record, indent=1) + "\n").encode())
+    return {"job_id": start.job_id, "placement": placed}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
