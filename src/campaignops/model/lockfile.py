@@ -165,6 +165,66 @@ def read(root: Path) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _lock_path(root: Path) -> Path:
+    if not (root / layout.POLICY_FILE).is_file():
+        raise UsageError(
+            message=f"no {layout.POLICY_FILE} in {root}: not a campaign",
+            hint="run campaign lock inside a campaign repository",
+        )
+    lock_path = root / layout.LOCK_FILE
+    if lock_path.is_symlink() or (lock_path.exists() and not lock_path.is_file()):
+        raise InputError(
+            path=layout.LOCK_FILE,
+            message="not a regular file",
+            hint="the lock must be a plain file in the repository; restore it from git",
+        )
+    return lock_path
+
+
+def _entries(text: str) -> list[LockEntry]:
+    entries, problems = parse(text)
+    if problems:
+        line, problem = problems[0]
+        raise InputError(
+            path=f"{layout.LOCK_FILE}:{line}",
+            message=f"malformed lock line: {problem}",
+            hint="restore the lock from git (campaign check --select WRAP lists every problem)",
+        )
+    return entries
+
+
+def _wrapper_bytes(reader: FileReader, root: Path, rel: str) -> bytes:
+    """The content of a wrapper that may be locked; refuses a path or name that may not."""
+    if not os.path.lexists(root / rel):
+        raise InputError(path=rel, message="no such file", hint="check the path")
+    data = reader.read_bytes(rel)
+    if data is None:
+        raise reader.problems[rel]
+    unfit = path_problem(rel)
+    if unfit:
+        raise InputError(path=rel, message=f"cannot be locked: {unfit}", hint="rename it")
+    directory, _, basename = rel.rpartition("/")
+    if not VERSIONED.match(basename):
+        renamed = f"{directory}/" * bool(directory) + versioned_suggestion(basename)
+        raise UsageError(
+            message=f"{rel}: wrapper name has no version; expected <name>.v<N>.<ext>",
+            hint=f"rename it (git mv {rel} {renamed}), then lock {renamed}",
+        )
+    return data
+
+
+def _conflict(
+    root: Path, rel: str, existing: LockEntry, current: str, taken: set[str]
+) -> LockConflictError:
+    nxt = next_version(rel, taken=taken | set(layout.walk(root)))
+    return LockConflictError(
+        message=f"{rel} is locked (line {existing.line}, {existing.date.isoformat()}) "
+        f"as {existing.digest}, but its content is now {current}",
+        hint=f"a locked wrapper never changes: copy it to {nxt} (cp {rel} {nxt}), "
+        f"restore the original (git checkout -- {rel}), and point new queues at {nxt}",
+    )
+
+
 def lock(
     *, root: Path, paths: Sequence[str], cwd: Path, today: dt.date | None = None
 ) -> list[LockEntry]:
@@ -174,29 +234,10 @@ def lock(
     LockConflictError: locked content is immutable, so the change must become a new version.
     """
     root = root.resolve()
-    if not (root / layout.POLICY_FILE).is_file():
-        raise UsageError(
-            message=f"no {layout.POLICY_FILE} in {root}: not a campaign",
-            hint="run campaign lock inside a campaign repository",
-        )
+    lock_path = _lock_path(root)
     date = today or dt.date.today()
-    lock_path = root / layout.LOCK_FILE
-    if lock_path.is_symlink() or (lock_path.exists() and not lock_path.is_file()):
-        raise InputError(
-            path=layout.LOCK_FILE,
-            message="not a regular file",
-            hint="the lock must be a plain file in the repository; restore it from git",
-        )
     text = read(root)
-    entries, problems = parse(text)
-    if problems:
-        line, problem = problems[0]
-        raise InputError(
-            path=f"{layout.LOCK_FILE}:{line}",
-            message=f"malformed lock line: {problem}",
-            hint="restore the lock from git (campaign check --select WRAP lists every problem)",
-        )
-    locked = by_path(entries)
+    locked = by_path(_entries(text))
     reader = FileReader(root)
     # Numbering follows the file as it will be after the append (a torn end gets its newline).
     next_line = text.count("\n") + (0 if text.endswith("\n") or not text else 1) + 1
@@ -207,22 +248,7 @@ def lock(
         rel = layout.root_relative(
             raw, root=root, cwd=cwd, hint="lock wrappers inside the campaign repository"
         )
-        if not os.path.lexists(root / rel):
-            raise InputError(path=rel, message="no such file", hint="check the path")
-        data = reader.read_bytes(rel)
-        if data is None:
-            raise reader.problems[rel]
-        unfit = path_problem(rel)
-        if unfit:
-            raise InputError(path=rel, message=f"cannot be locked: {unfit}", hint="rename it")
-        directory, _, basename = rel.rpartition("/")
-        if not VERSIONED.match(basename):
-            renamed = f"{directory}/" * bool(directory) + versioned_suggestion(basename)
-            raise UsageError(
-                message=f"{rel}: wrapper name has no version; expected <name>.v<N>.<ext>",
-                hint=f"rename it (git mv {rel} {renamed}), then lock {renamed}",
-            )
-        current = digest(data)
+        current = digest(_wrapper_bytes(reader, root, rel))
         existing = locked.get(rel)
         if existing is None:
             existing = LockEntry(path=rel, digest=current, date=date, line=next_line)
@@ -230,13 +256,7 @@ def lock(
             new_lines.append(existing.render())
             next_line += 1
         elif existing.digest != current:
-            nxt = next_version(rel, taken=set(locked) | set(layout.walk(root)))
-            raise LockConflictError(
-                message=f"{rel} is locked (line {existing.line}, {existing.date.isoformat()}) "
-                f"as {existing.digest}, but its content is now {current}",
-                hint=f"a locked wrapper never changes: copy it to {nxt} (cp {rel} {nxt}), "
-                f"restore the original (git checkout -- {rel}), and point new queues at {nxt}",
-            )
+            raise _conflict(root, rel, existing, current, set(locked))
         result.append(existing)
     if len(new_lines) > (0 if text else len(HEADER)):
         journal.append_lines(lock_path, new_lines)
