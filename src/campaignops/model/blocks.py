@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 _MARKER = re.compile(
     r"(?P<indent>[ \t]*)<!--[ \t]*campaign:(?P<verb>begin|end)[ \t]+"
@@ -67,6 +67,70 @@ def _fence_closes(line: str, fence: str) -> bool:
     )
 
 
+@dataclass
+class _Scan:
+    """The state of one pass of ``parse``: the open blocks, and what was found so far."""
+
+    known: Collection[str]
+    blocks: list[Block] = field(default_factory=list)
+    defects: list[Defect] = field(default_factory=list)
+    stack: list[_Open] = field(default_factory=list)
+
+    def loose(self, number: int, line: str) -> None:
+        col = len(line) - len(line.lstrip(" \t")) + 1
+        self.defects.append(Defect(number, col, "malformed view marker: " + line.strip()))
+        if self.stack:
+            self.stack[-1] = replace(self.stack[-1], tainted=True)
+
+    def begin(self, name: str, number: int, col: int, pos: int, raw: str) -> None:
+        tainted = bool(self.stack) or name not in self.known
+        if self.stack:
+            # Every enclosing block now holds a stray marker: none of them is safe to rewrite.
+            self.stack = [replace(o, tainted=True) for o in self.stack]
+            outer = self.stack[0]
+            self.defects.append(
+                Defect(
+                    number,
+                    col,
+                    f"view {name!r} begins inside view {outer.name!r} "
+                    f"(line {outer.line}); blocks do not nest",
+                )
+            )
+        elif name not in self.known:
+            self.defects.append(Defect(number, col, f"unknown view {name!r}"))
+        eol = "\r\n" if raw.endswith("\r") else "\n"
+        self.stack.append(_Open(name, number, col, pos, eol, tainted))
+
+    def end(self, name: str, number: int, col: int, start: int) -> None:
+        stack = self.stack
+        if not stack:
+            self.defects.append(Defect(number, col, f"end of view {name!r} without a begin marker"))
+            return
+        while stack[-1].name != name and name in (o.name for o in stack):
+            lost = stack.pop()
+            self.defects.append(
+                Defect(lost.line, lost.col, f"view {lost.name!r} has no end marker")
+            )
+        top = stack.pop()
+        if top.name != name:
+            self.defects.append(
+                Defect(
+                    number,
+                    col,
+                    f"end of view {name!r} closes view {top.name!r} (begun at line {top.line})",
+                )
+            )
+        if stack:
+            stack[-1] = replace(stack[-1], tainted=True)
+        elif not top.tainted and top.name == name:
+            self.blocks.append(Block(name, top.line, top.col, number, top.start, start, top.eol))
+
+    def parsed(self) -> Parsed:
+        unclosed = (Defect(o.line, o.col, f"view {o.name!r} has no end marker") for o in self.stack)
+        defects = sorted([*self.defects, *unclosed], key=lambda d: d.line)
+        return Parsed(blocks=tuple(self.blocks), defects=tuple(defects))
+
+
 def parse(text: str, *, known: Collection[str]) -> Parsed:
     """Find the blocks of ``text`` and every marker defect (VIEW002), in one pass.
 
@@ -74,9 +138,7 @@ def parse(text: str, *, known: Collection[str]) -> Parsed:
     nested, mismatched or unknown is reported and left alone, so rendering never eats author text.
     Markers inside fenced code (outside any block) are examples, not markers.
     """
-    blocks: list[Block] = []
-    defects: list[Defect] = []
-    stack: list[_Open] = []
+    scan = _Scan(known)
     fence: str | None = None
     pos = 0
     for number, raw in enumerate(text.split("\n"), start=1):
@@ -89,56 +151,16 @@ def parse(text: str, *, known: Collection[str]) -> Parsed:
         match = _MARKER.match(line)
         if match is None:
             if _LOOSE.match(line):
-                col = len(line) - len(line.lstrip(" \t")) + 1
-                defects.append(Defect(number, col, "malformed view marker: " + line.strip()))
-                if stack:
-                    stack[-1] = replace(stack[-1], tainted=True)
-            elif not stack:
+                scan.loose(number, line)
+            elif not scan.stack:
                 opening = _FENCE.match(line)
                 if opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
                     fence = opening["fence"]
-            continue
-        name, col = match["name"], len(match["indent"]) + 1
-        if match["verb"] == "begin":
-            tainted = bool(stack) or name not in known
-            if stack:
-                # Every enclosing block now holds a stray marker: none of them is safe to rewrite.
-                stack = [replace(o, tainted=True) for o in stack]
-                outer = stack[0]
-                defects.append(
-                    Defect(
-                        number,
-                        col,
-                        f"view {name!r} begins inside view {outer.name!r} "
-                        f"(line {outer.line}); blocks do not nest",
-                    )
-                )
-            elif name not in known:
-                defects.append(Defect(number, col, f"unknown view {name!r}"))
-            eol = "\r\n" if raw.endswith("\r") else "\n"
-            stack.append(_Open(name, number, col, pos, eol, tainted))
-            continue
-        if not stack:
-            defects.append(Defect(number, col, f"end of view {name!r} without a begin marker"))
-            continue
-        while stack[-1].name != name and name in (o.name for o in stack):
-            lost = stack.pop()
-            defects.append(Defect(lost.line, lost.col, f"view {lost.name!r} has no end marker"))
-        top = stack.pop()
-        if top.name != name:
-            defects.append(
-                Defect(
-                    number,
-                    col,
-                    f"end of view {name!r} closes view {top.name!r} (begun at line {top.line})",
-                )
-            )
-        if stack:
-            stack[-1] = replace(stack[-1], tainted=True)
-        elif not top.tainted and top.name == name:
-            blocks.append(Block(name, top.line, top.col, number, top.start, start, top.eol))
-    defects.extend(Defect(o.line, o.col, f"view {o.name!r} has no end marker") for o in stack)
-    return Parsed(blocks=tuple(blocks), defects=tuple(sorted(defects, key=lambda d: d.line)))
+        elif match["verb"] == "begin":
+            scan.begin(match["name"], number, len(match["indent"]) + 1, pos, raw)
+        else:
+            scan.end(match["name"], number, len(match["indent"]) + 1, start)
+    return scan.parsed()
 
 
 def content(body: str, eol: str = "\n") -> str:
