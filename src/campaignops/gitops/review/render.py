@@ -145,21 +145,14 @@ def _headline(review: Review, cost_rows: int) -> str:
     return "**" + " · ".join(parts) + "**"
 
 
-def markdown(review: Review) -> str:
-    cost_rows = _cost_rows(review)
-    out = [
-        MARKER,
-        f"### campaign review: {md(review.ref)} ({review.base[:12]}) → HEAD ({review.head[:12]})",
-        "",
-        _headline(review, len(cost_rows)),
-    ]
+# One section of the comment: its title, its table's header and rows; shown when ``shown``.
+_Section = tuple[str, list[str], list[list[str]], bool]
 
-    def section(title: str, lines: list[str]) -> None:
-        out.extend(["", f"#### {title}", "", *lines])
 
-    target_rows = [[*_where(t.manifest, t.id, t.phase), "added"] for t in review.added]
-    target_rows += [[*_where(t.manifest, t.id, t.phase), "removed"] for t in review.removed]
-    target_rows += [
+def _target_sections(review: Review) -> list[_Section]:
+    rows = [[*_where(t.manifest, t.id, t.phase), "added"] for t in review.added]
+    rows += [[*_where(t.manifest, t.id, t.phase), "removed"] for t in review.removed]
+    rows += [
         [
             *_where(t.manifest, t.id, t.phase),
             "; ".join(
@@ -169,64 +162,100 @@ def markdown(review: Review) -> str:
         ]
         for t in review.changed
     ]
-    if target_rows:
-        section("Targets", _table(["manifest", "target", "change"], target_rows))
-    if review.resmoke:
-        rows = [
-            [*_where(r.manifest, r.id, r.phase), ", ".join(md(b) for b in r.because)]
-            for r in review.resmoke
-        ]
-        section(
+    resmoke = [
+        [*_where(r.manifest, r.id, r.phase), ", ".join(md(b) for b in r.because)]
+        for r in review.resmoke
+    ]
+    return [
+        ("Targets", ["manifest", "target", "change"], rows, bool(rows)),
+        (
             "Need a new smoke (fingerprint changed)",
-            _table(["manifest", "target", "because"], rows),
+            ["manifest", "target", "because"],
+            resmoke,
+            bool(review.resmoke),
+        ),
+    ]
+
+
+def _file_sections(review: Review) -> list[_Section]:
+    queues = [
+        [md(q.path), str(line.line), "appended", md(line.text)]
+        for q in review.queues
+        for line in q.appended
+    ]
+    queues += [
+        [md(q.path), str(e.line), "**not an append**", md(e.text)]
+        for q in review.queues
+        for e in q.edits
+    ]
+    wrappers = [
+        [md(w.path), w.change, md(w.previous) if w.previous else NONE] for w in review.wrappers
+    ]
+    policy = [[md(p.key), _value(p.key, p.before), _value(p.key, p.after)] for p in review.policy]
+    facts = [[md(f.path), str(f.line), f.change, md(f.text)] for f in review.facts]
+    facts += [
+        [
+            md(e.path),
+            md(e.id),
+            e.change,
+            f"verified {_value('', e.verified_before)} → {_value('', e.verified_after)}",
+        ]
+        for e in review.entries
+    ]
+    return [
+        ("Queues", ["file", "line", "change", "text"], queues, bool(review.queues)),
+        ("Wrappers", ["wrapper", "change", "previous version"], wrappers, bool(review.wrappers)),
+        ("Policy (campaign.yaml)", ["setting", "before", "after"], policy, bool(review.policy)),
+        (
+            "Knowledge",
+            ["file", "line / entry", "change", "fact"],
+            facts,
+            bool(review.facts or review.entries),
+        ),
+    ]
+
+
+def _finding_sections(review: Review) -> list[_Section]:
+    sections: list[_Section] = [
+        (
+            title,
+            ["where", "id", "message"],
+            [[md(f"{f.path}:{f.line}"), f.id, md(f.message)] for f in found],
+            bool(found),
         )
-    if cost_rows:
-        section(
-            "Cost at the time limits (every target once)",
-            _table(["manifest", "stage", "backend", "before", "after"], cost_rows),
+        for title, found in (
+            ("Findings introduced", review.introduced),
+            ("Findings fixed", review.fixed),
         )
-    if review.queues:
-        rows = [
-            [md(q.path), str(line.line), "appended", md(line.text)]
-            for q in review.queues
-            for line in q.appended
-        ]
-        rows += [
-            [md(q.path), str(e.line), "**not an append**", md(e.text)]
-            for q in review.queues
-            for e in q.edits
-        ]
-        section("Queues", _table(["file", "line", "change", "text"], rows))
-    if review.wrappers:
-        rows = [
-            [md(w.path), w.change, md(w.previous) if w.previous else NONE] for w in review.wrappers
-        ]
-        section("Wrappers", _table(["wrapper", "change", "previous version"], rows))
-    if review.policy:
-        rows = [[md(p.key), _value(p.key, p.before), _value(p.key, p.after)] for p in review.policy]
-        section("Policy (campaign.yaml)", _table(["setting", "before", "after"], rows))
-    if review.facts or review.entries:
-        rows = [[md(f.path), str(f.line), f.change, md(f.text)] for f in review.facts]
-        rows += [
-            [
-                md(e.path),
-                md(e.id),
-                e.change,
-                f"verified {_value('', e.verified_before)} → {_value('', e.verified_after)}",
-            ]
-            for e in review.entries
-        ]
-        section("Knowledge", _table(["file", "line / entry", "change", "fact"], rows))
-    for title, found in (
-        ("Findings introduced", review.introduced),
-        ("Findings fixed", review.fixed),
-    ):
-        if found:
-            rows = [[md(f"{f.path}:{f.line}"), f.id, md(f.message)] for f in found]
-            section(title, _table(["where", "id", "message"], rows))
-    if review.unread:
-        rows = [[md(path), md(why)] for path, why in review.unread.items()]
-        section("Manifests not read at HEAD", _table(["manifest", "why"], rows))
+    ]
+    unread = [[md(path), md(why)] for path, why in review.unread.items()]
+    sections.append(("Manifests not read at HEAD", ["manifest", "why"], unread, bool(unread)))
+    return sections
+
+
+def markdown(review: Review) -> str:
+    cost_rows = _cost_rows(review)
+    out = [
+        MARKER,
+        f"### campaign review: {md(review.ref)} ({review.base[:12]}) → HEAD ({review.head[:12]})",
+        "",
+        _headline(review, len(cost_rows)),
+    ]
+    cost: _Section = (
+        "Cost at the time limits (every target once)",
+        ["manifest", "stage", "backend", "before", "after"],
+        cost_rows,
+        bool(cost_rows),
+    )
+    sections = [
+        *_target_sections(review),
+        cost,
+        *_file_sections(review),
+        *_finding_sections(review),
+    ]
+    for title, header, rows, shown in sections:
+        if shown:
+            out.extend(["", f"#### {title}", "", *_table(header, rows)])
     text = "\n".join(out) + "\n"
     if len(text) <= MAX_COMMENT:
         return text
