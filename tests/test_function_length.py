@@ -1,5 +1,6 @@
-"""No function over ~60 lines in the runner's path (DEVELOPERS.md; issue 17, "Split what is too
-long"): a long function there is split into named steps, not waved through.
+"""No function over ~60 lines in the package's wings (DEVELOPERS.md; issue 17, "Split what is too
+long"): a long function is split into named steps, not waved through. cli/ is measured apart:
+its ``register`` functions are argparse declarations, one statement per option.
 
 A function is measured from its ``def`` (decorators apart) to its last line, docstring and
 comments included: what a reader has to hold at once.
@@ -15,9 +16,19 @@ import campaignops
 
 MAX_LINES = 60
 PACKAGE = Path(campaignops.__file__).parent
-CHECKED = ("runner",)
-# path relative to the package : function name → why it is still longer (none today).
-KNOWN_EXCEPTIONS: dict[str, str] = {}
+CHECKED = tuple(
+    sorted(
+        p.name
+        for p in PACKAGE.iterdir()
+        if p.is_dir() and (p / "__init__.py").is_file() and p.name != "cli"
+    )
+)
+# path relative to the package : function name → why it is still longer.
+KNOWN_EXCEPTIONS: dict[str, str] = {
+    "backends/ssh/pull.py:pull": "66 lines; issue 19 (box logs come home with pull) reshapes it",
+    "checks/context.py:build": "79 lines; issue 19 (check equals run) is adding to it",
+    "learn/rightsizing.py:_memory": "65 lines; issue 19 (efficiency in audit) is adding to it",
+}
 
 
 def too_long(source: str, rel: str) -> Iterator[tuple[str, int]]:
@@ -40,7 +51,7 @@ def too_long(source: str, rel: str) -> Iterator[tuple[str, int]]:
     yield from walk(ast.parse(source), "")
 
 
-def test_no_function_in_the_runner_is_over_60_lines() -> None:
+def test_no_function_in_a_wing_is_over_60_lines() -> None:
     found = []
     for wing in CHECKED:
         for path in sorted((PACKAGE / wing).rglob("*.py")):
