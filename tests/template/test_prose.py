@@ -24,22 +24,12 @@ from campaignops import cli
 from campaignops.backends import script
 from campaignops.checks import registry
 from campaignops.model import blocks, lessons, stamps
+from campaignops.generate import answers as answers_mod
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}"
 PROSE = ("README.md", "AGENTS.md", "HPC_PLAYBOOK.md", "LESSONS.md")
-ALL_BACKENDS = (
-    "alpine",
-    "polaris",
-    "crux",
-    "vast-ai",
-    "runpod",
-    "lambda",
-    "generic-slurm",
-    "generic-pbs",
-    "generic-ssh",
-    "kubernetes",
-    "local",
-)
+# Every backend the template offers (the answers' own list: a new page joins these tests).
+ALL_BACKENDS = answers_mod.BACKENDS
 DOMAINS = ("md", "ml-training", "quantum-chemistry", "other")
 CI = ("github", "gitlab", "both", "none")
 # The runner's commands: the contract of the next issue, written as the commands to use.
@@ -385,3 +375,15 @@ def test_page_mentions_are_exact() -> None:
     text = "[`generic-slurm`](backends/generic-slurm.md) and backends/TEMPLATE.md"
     assert linked_backends(text) == {"generic-slurm"}
     assert mentioned_pages(text) == {"generic-slurm"}
+
+
+@pytest.mark.parametrize("name", [b for b in ALL_BACKENDS if b.startswith("generic-")])
+def test_the_playbook_tree_sends_work_to_every_scheduler_page(name: str) -> None:
+    # A campaign whose only cluster is this page: the tree must send production to it, and the
+    # playbook must show its scheduler's own commands (Grid Engine was missing from both).
+    text = render("HPC_PLAYBOOK.md", answers(backends=f"{name},local", smoke_backend=name))
+    assert "no HPC or rented backend is authorized" not in text
+    tree = text[text.index("## 1. Pick a backend") : text.index("## 2. The stages")]
+    assert f"(backends/{name}.md)" in tree.split("3. **", 1)[1]
+    commands = text[text.index("## 3. The backends' own commands") :]
+    assert f"[`{name}`](backends/{name}.md)" in commands.split("## 4.", 1)[0]
