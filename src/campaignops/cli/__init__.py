@@ -15,6 +15,7 @@ from typing import TextIO
 
 from campaignops import __version__
 from campaignops.cli import (
+    advise,
     audit,
     boxes,
     diagnose,
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         boxes,
         split,
         diagnose,
+        advise,
         lessons,
         audit,
         review,
