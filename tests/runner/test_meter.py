@@ -7,7 +7,7 @@ from typing import Any
 
 from campaignops.backends.ssh import meter
 from campaignops.backends.ssh.instances import Instance
-from campaignops.model import ledger
+from campaignops.model import ledger, policy
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -81,3 +81,38 @@ def test_warning_at_eighty_percent_of_the_cloud_budget() -> None:
     )
     assert meter.warning(found, NOW, 10.001) is None  # $8 is just under 80 % of it
     assert meter.warning(found, NOW, None) is None
+
+
+def ended_job(lid: str, name: str, tasks: dict[str, Any]) -> ledger.Job:
+    """A job on instance ``name`` whose tasks' fields are ``tasks`` (state, ended, released)."""
+    base = job(lid, "2026-11-24T08:00:00Z", {name: [int(i) for i in tasks]}, {})
+    record = {**base.record, "tasks": tasks}
+    return ledger.Job(ledger_id=lid, record=record, first_line=1, first_time=base.first_time)
+
+
+DONE = {"state": "COMPLETED", "exit_code": 0, "ended": "2026-11-24T11:00:00Z"}
+
+
+def test_a_held_box_idle_past_the_policy_minutes_is_warned_with_its_cost() -> None:
+    found = meter.meters([ended_job("L1", "a", {"0": DONE, "1": DONE})], PRICES)
+    assert found[0].idle_since == dt.datetime(2026, 11, 24, 11, 0, tzinfo=UTC)
+    (warned,) = meter.idle(found, NOW, 30)
+    assert "SSH instance a (vast-ai) is held but has run no task for 60 min" in warned
+    assert "since 2026-11-24 11:00 UTC, $2.00 at $2/h since then" in warned
+    assert "campaign release" in warned
+    assert meter.idle(found, NOW, 61) == []  # not idle long enough yet
+
+
+def test_a_box_with_a_task_still_running_or_released_is_not_idle() -> None:
+    running = {"0": DONE, "1": {"state": "RUNNING"}}
+    assert meter.idle(meter.meters([ended_job("L1", "a", running)], PRICES), NOW, 1) == []
+    released = {"0": {**DONE, "released": "2026-11-24T11:05:00Z"}}
+    assert meter.idle(meter.meters([ended_job("L2", "a", released)], PRICES), NOW, 1) == []
+    never_ended = {"0": {"state": "PENDING"}}
+    assert meter.idle(meter.meters([ended_job("L3", "b", never_ended)], PRICES), NOW, 1) == []
+
+
+def test_the_idle_minutes_come_from_the_policy_with_a_default() -> None:
+    assert policy.from_data({}).idle_warn_minutes == 30
+    assert policy.from_data({"budgets": {"idle_warn_minutes": 90}}).idle_warn_minutes == 90
+    assert policy.from_data({"budgets": {"idle_warn_minutes": 0}}).idle_warn_minutes == 30

@@ -195,14 +195,16 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.backends.ssh import meter
 
     now = datetime.now(timezone.utc)
-    boxes, cap = meter.read(root, sources.ledger().jobs)
+    boxes, policy = meter.read(root, sources.ledger().jobs)
     if boxes:
         print("\nSSH instances (since the first job placed on each):", file=out)
         for line in aligned("\n".join(meter.lines(boxes, now))):
             print(f"  {line}", file=out)
-        warned = meter.warning(boxes, now, cap)
-        if warned:
-            print(warned, file=err)
+        warned = meter.warning(boxes, now, policy.cloud_usd)
+        for line in [warned] if warned else []:
+            print(line, file=err)
+        for line in meter.idle(boxes, now, policy.idle_warn_minutes):
+            print(line, file=err)
     print(f"STATUS.md: {root / 'STATUS.md'}\nledger: {root / layout.LEDGER_FILE}", file=out)
     return 0
 

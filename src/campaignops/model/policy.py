@@ -14,6 +14,7 @@ from typing import Any
 from campaignops.core import layout
 
 DEFAULT_STALE_AFTER_MONTHS = 6
+DEFAULT_IDLE_WARN_MINUTES = 30  # a held SSH box with no task for this long: status warns
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Policy:
     hpc_allocation_cap_percent: float | None = None  # budgets.: share of an HPC allocation
     # budgets.allocations: each HPC backend's allocation, in its page's charging unit.
     allocations: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    idle_warn_minutes: int = DEFAULT_IDLE_WARN_MINUTES  # budgets.idle_warn_minutes
     globs: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
     )
@@ -108,7 +110,14 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
     warning = stages.get("warning_seconds") if isinstance(stages, dict) else None
     smoke_max = stages.get("smoke_max_minutes") if isinstance(stages, dict) else None
     cloud_usd, cap_percent, allocations = _budgets(data.get("budgets"))
+    budgets = data.get("budgets")
+    idle = budgets.get("idle_warn_minutes") if isinstance(budgets, dict) else None
     return Policy(
+        idle_warn_minutes=(
+            idle
+            if isinstance(idle, int) and not isinstance(idle, bool) and idle > 0
+            else DEFAULT_IDLE_WARN_MINUTES
+        ),
         cloud_usd=cloud_usd,
         hpc_allocation_cap_percent=cap_percent,
         allocations=allocations,

@@ -5,7 +5,9 @@ starts at the first job the ledger placed on it and stops when ``campaign releas
 it (a box rented earlier, or left running after a release that only printed the command,
 costs more than this). Dollars are those hours × the instance's ``usd_per_hour`` on its
 backend page. At 80 % of ``budgets.cloud_usd`` status warns, because a forgotten box bills
-around the clock (remote-gpu-trainer seed, the teardown rule).
+around the clock (remote-gpu-trainer seed, the teardown rule); and it warns for every held
+instance that has run no task for ``budgets.idle_warn_minutes`` (default 30): idle since the
+last end of a task placed on it, while none of its tasks is unfinished.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
 from campaignops.model import ledger
 from campaignops.model import policy as policy_mod
+from campaignops.model.states import FINISHED
 
 WARN_FRACTION = 0.8
 
@@ -35,6 +38,8 @@ class Meter:
     since: dt.datetime
     until: dt.datetime | None  # released at; None while the instance is still held
     usd_per_hour: float | None
+    # The last end of a task placed on it, when every one of them has ended; else None.
+    idle_since: dt.datetime | None = None
 
     def hours(self, now: dt.datetime) -> float:
         return max(0.0, ((self.until or now) - self.since).total_seconds() / 3600)
@@ -49,6 +54,7 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
     since: dict[str, tuple[dt.datetime, str]] = {}
     released: dict[str, dt.datetime] = {}
     held: set[str] = set()  # a task on it not released yet: a job placed after a release
+    ends = _Ends()
     for job in jobs:
         when = ledger.parse_time(job.text("submitted")) or ledger.parse_time(job.first_time)
         tasks = job.record.get("tasks")
@@ -59,7 +65,9 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
             # Released when a release record marked the share's tasks (the latest one wins).
             for index in share.indices:
                 fields = tasks.get(str(index)) if isinstance(tasks, dict) else None
-                at = ledger.parse_time(fields.get("released")) if isinstance(fields, dict) else None
+                fields = fields if isinstance(fields, dict) else {}
+                ends.saw(name, fields)
+                at = ledger.parse_time(fields.get("released"))
                 if at is None:
                     held.add(name)
                 else:
@@ -68,10 +76,28 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
     out = []
     for name, (start, backend) in sorted(since.items()):
         end = None if name in held else released.get(name)
-        out.append(
-            Meter(name, backend, start, end if end and end >= start else None, rates.get(name))
-        )
+        until = end if end and end >= start else None
+        out.append(Meter(name, backend, start, until, rates.get(name), ends.idle_since(name)))
     return out
+
+
+class _Ends:
+    """Per instance: whether a task on it has not ended, and its tasks' last end."""
+
+    def __init__(self) -> None:
+        self.busy: set[str] = set()
+        self.last: dict[str, dt.datetime] = {}
+
+    def saw(self, name: str, task: Mapping[str, object]) -> None:
+        raw = task.get("ended")
+        ended = ledger.parse_time(raw) if isinstance(raw, str) else None
+        if task.get("state") not in FINISHED or ended is None:
+            self.busy.add(name)
+        elif name not in self.last or ended > self.last[name]:
+            self.last[name] = ended
+
+    def idle_since(self, name: str) -> dt.datetime | None:
+        return None if name in self.busy else self.last.get(name)
 
 
 def lines(found: Sequence[Meter], now: dt.datetime) -> list[str]:
@@ -110,16 +136,39 @@ def warning(found: Sequence[Meter], now: dt.datetime, cap: float | None) -> str 
     )
 
 
-def read(root: Path, jobs: Sequence[ledger.Job]) -> tuple[list[Meter], float | None]:
-    """The meters of the campaign at ``root`` and its ``budgets.cloud_usd`` (pages that cannot
-    be read price nothing: campaign check reports them)."""
+def idle(found: Sequence[Meter], now: dt.datetime, minutes: int) -> list[str]:
+    """A warning for each held instance that has run no task for ``minutes`` or more."""
+    out = []
+    for m in found:
+        if m.until is not None or m.idle_since is None:
+            continue
+        idle_min = (now - m.idle_since).total_seconds() / 60
+        if idle_min < minutes:
+            continue
+        cost = (
+            ""
+            if m.usd_per_hour is None
+            else (f", ${idle_min / 60 * m.usd_per_hour:.2f} at ${m.usd_per_hour:g}/h since then")
+        )
+        out.append(
+            f"warning: SSH instance {m.instance} ({m.backend}) is held but has run no task for "
+            f"{idle_min:.0f} min (since {m.idle_since.strftime('%Y-%m-%d %H:%M')} UTC{cost}): "
+            "campaign pull, then campaign release it, or stop it with its page's release command"
+        )
+    return out
+
+
+def read(root: Path, jobs: Sequence[ledger.Job]) -> tuple[list[Meter], policy_mod.Policy]:
+    """The meters of the campaign at ``root`` and its policy (``budgets.cloud_usd``,
+    ``budgets.idle_warn_minutes``); pages that cannot be read price nothing: campaign check
+    reports them."""
     try:
         doc = yamldoc.load(
             (root / layout.POLICY_FILE).read_text(encoding="utf-8"), path=layout.POLICY_FILE
         )
         policy = policy_mod.from_data(doc)
     except (CampaignError, OSError, UnicodeDecodeError):
-        return [], None
+        return [], policy_mod.Policy()
     prices: dict[str, tuple[Instance, ...]] = {}
     for name in policy.backends:
         try:
@@ -128,4 +177,4 @@ def read(root: Path, jobs: Sequence[ledger.Job]) -> tuple[list[Meter], float | N
                 prices[name] = sshinstances.of_page(root, name, page)
         except (CampaignError, OSError, UnicodeDecodeError):
             continue
-    return meters(jobs, prices), policy.cloud_usd
+    return meters(jobs, prices), policy
