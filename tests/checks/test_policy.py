@@ -148,6 +148,18 @@ def test_failure_sample_must_match_a_matcher(campaign: Path, run) -> None:  # ty
     assert result.where() == [("failures.yaml", 9, "POLICY004")]
 
 
+def test_an_unsafe_table_header_is_refused_where_it_is(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # table_header patterns run on every line like matchers, so they pass the same safety check.
+    path = campaign / "failures.yaml"
+    text = path.read_text().replace(
+        "    symptom:", "    table_header:\n      - '^(a+)+$'\n    symptom:", 1
+    )
+    path.write_text(text)
+    result = pol(run)
+    assert result.where() == [("failures.yaml", 8, "POLICY004")]
+    assert "table header '^(a+)+$' cannot be used" in str(result.json()["findings"][0]["message"])
+
+
 def priced(page: str, charging: str) -> str:
     """The page with a charging block at the top of its front matter."""
     assert page.startswith("---\n")

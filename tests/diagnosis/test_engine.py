@@ -190,3 +190,43 @@ def test_a_refining_entry_never_answers_alone_but_overrides_the_entry_it_refines
     assert engine.diagnose(table, catalog=refined).category is None
     assert engine.diagnose(f"{table}\nKilled", catalog=refined).entry_id == "oom"
     assert engine.diagnose(error, catalog=refined).entry_id == "quota"
+
+
+INODES = catalog.from_data(
+    {
+        "version": 1,
+        "failures": [
+            entry("disk-full", "disk-full", r"No space left on device"),
+            entry(
+                "df-inodes-full",
+                "inodes",
+                r"^\S+\s+\d+[kmg]?\s+\d+[kmg]?\s+\d+[kmg]?\s+100%\s+/",
+                table_header=[r"^Filesystem\s+Inodes\s+IUsed\s+IFree\s+IUse%"],
+                refines=["disk-full"],
+                standalone=True,
+            ),
+        ],
+    }
+)
+DF_I = "Filesystem     Inodes IUsed IFree IUse% Mounted on"
+DF_H = "Filesystem      Size  Used Avail Use% Mounted on"
+ROW = "/dev/vda1        640K  640K     0  100% /"
+
+
+def test_a_table_row_counts_only_under_its_header() -> None:
+    # A df -h row at 100 % reads exactly like a df -i row: only the header tells them apart.
+    assert engine.diagnose(f"{DF_I}\n{ROW}", catalog=INODES).entry_id == "df-inodes-full"
+    assert engine.diagnose(f"{DF_H}\n{ROW}", catalog=INODES).category is None
+    assert engine.diagnose(ROW, catalog=INODES).category is None
+    # The table ends at the first line that is not a row: a later df -h table is not read.
+    later = f"{DF_I}\n/dev/vda1  640K  12  628K  1% /\n$ df -h\n{DF_H}\n{ROW}"
+    assert engine.diagnose(later, catalog=INODES).category is None
+
+
+def test_a_standalone_refining_entry_answers_alone_and_refines_an_earlier_line() -> None:
+    enospc = "bash: test.txt: No space left on device"
+    for text in (f"{DF_I}\n{ROW}", f"{enospc}\n{DF_I}\n{ROW}", f"{DF_I}\n{ROW}\n{enospc}"):
+        found = engine.diagnose(text, catalog=INODES)
+        assert (found.entry_id, found.category) == ("df-inodes-full", "inodes"), text
+    healthy = f"{enospc}\n{DF_I}\n/dev/vda1  640K  12  628K  1% /"
+    assert engine.diagnose(healthy, catalog=INODES).entry_id == "disk-full"

@@ -270,6 +270,19 @@ SRUN_CLAIM = (
 )
 SRUN_FACT_START = "- **`srun` inside `sbatch` and `--cpus-per-task`**: Slurm 22.05 to 23.02"
 SRUN_FACT_END = "slurm-22.05.md + slurm-23.11.md 2026-11).\n"
+LAMBDA_PAGE = "backends/{% if 'lambda' in cookiecutter.backends.split(',') %}lambda.md{% endif %}"
+# The Lambda API host: undecided before the audit, the current API description's host after it.
+LAMBDA_CLAIM = (
+    "  in public repositories also call `https://cloud.lambda.ai/api/v1`, so both hosts are in use.\n"
+    '  Which host the current docs-api.lambda.ai reference names is under "Not confirmed".\n'
+)
+LAMBDA_FACT_START = "- Docs and console moved from lambdalabs.com to lambda.ai."
+LAMBDA_FACT = "gives the base URL `https://cloud.lambda.ai/api/v1` for every endpoint"
+DF_I_LOG = (
+    "cp: cannot create regular file 'out/step-100.pt': No space left on device\n"
+    "Filesystem     Inodes IUsed IFree IUse% Mounted on\n"
+    "/dev/vda1        640K  640K     0  100% /\n"
+)
 QUOTA_LOG = (
     "OSError: [Errno 122] Disk quota exceeded: 'out/intermediate.ntw'\n"
     "    Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
@@ -285,11 +298,20 @@ def before_the_audit(tpl: Path) -> None:
     start = text.index(SRUN_FACT_START)
     end = text.index(SRUN_FACT_END, start) + len(SRUN_FACT_END)
     page.write_text(text[:start] + SRUN_CLAIM + text[end:], encoding="utf-8")
+    page = tpl / LAYER / LAMBDA_PAGE
+    text = page.read_text(encoding="utf-8")
+    start = text.index(LAMBDA_FACT_START)
+    end = text.index("\n- ", start) + 1
+    page.write_text(
+        text[:start] + LAMBDA_FACT_START + "\n" + LAMBDA_CLAIM + text[end:], encoding="utf-8"
+    )
     catalog = tpl / LAYER / "failures.yaml"
     text = catalog.read_text(encoding="utf-8")
-    start = text.index("  - id: quota-files-over-limit\n")
-    end = text.index("  - id: ", start + 1)
-    catalog.write_text(text[:start] + text[end:], encoding="utf-8")
+    for entry_id in ("quota-files-over-limit", "df-inodes-full"):
+        start = text.index(f"  - id: {entry_id}\n")
+        end = text.index("  - id: ", start + 1)
+        text = text[:start] + text[end:]
+    catalog.write_text(text, encoding="utf-8")
 
 
 def test_update_brings_the_audited_facts_and_the_new_evidence_to_an_old_campaign(
@@ -303,7 +325,7 @@ def test_update_brings_the_audited_facts_and_the_new_evidence_to_an_old_campaign
     git(tpl, "tag", "v1.0.0")
     monkeypatch.chdir(tmp_path)
     made = run(
-        "new", "camp", "--defaults", "--data", "backends=generic-slurm,local",
+        "new", "camp", "--defaults", "--data", "backends=generic-slurm,local,lambda",
         "--template", str(tpl), "--vcs-ref", "v1.0.0",
     )  # fmt: skip
     assert made.code == 0, made.err
@@ -311,6 +333,8 @@ def test_update_brings_the_audited_facts_and_the_new_evidence_to_an_old_campaign
     monkeypatch.chdir(root)
     assert SRUN_CLAIM in (root / "backends/generic-slurm.md").read_text(encoding="utf-8")
     assert diagnosed(run, root, QUOTA_LOG) == "disk-quota-exceeded"
+    assert LAMBDA_CLAIM in (root / "backends/lambda.md").read_text(encoding="utf-8")
+    assert diagnosed(run, root, DF_I_LOG) == "disk-full"
     shutil.rmtree(tpl / "template")
     shutil.copytree(scaffold.template_root() / "template", tpl / "template")
     git(tpl, "add", "-A")
@@ -324,3 +348,6 @@ def test_update_brings_the_audited_facts_and_the_new_evidence_to_an_old_campaign
     assert SRUN_CLAIM not in page and SRUN_FACT_START in page
     assert "https://github.com/SchedMD/slurm/blob/master/CHANGELOG/slurm-23.11.md" in page
     assert diagnosed(run, root, QUOTA_LOG) == "quota-files-over-limit"
+    lambda_page = (root / "backends/lambda.md").read_text(encoding="utf-8")
+    assert LAMBDA_CLAIM not in lambda_page and LAMBDA_FACT in lambda_page
+    assert diagnosed(run, root, DF_I_LOG) == "df-inodes-full"

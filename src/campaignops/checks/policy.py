@@ -183,16 +183,8 @@ def _failures(rel: str, data: Any, loc: Locator) -> Iterator[Finding]:
         else:
             seen[entry["id"]] = loc.at((*at, "id"))[0]
         compiled: list[re.Pattern[str]] = []
-        for j, pattern in enumerate(entry["matchers"]):
-            unsafe = patterns.problem(pattern)
-            if unsafe is None:
-                compiled.append(re.compile(pattern, re.IGNORECASE))
-            else:
-                line, col = loc.at((*at, "matchers", j))
-                shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
-                yield CODES["POLICY004"].at(
-                    rel, line, col, problem=f"matcher {shown!r} cannot be used: {unsafe}"
-                )
+        yield from _unsafe(rel, loc, at, "matchers", entry["matchers"], compiled)
+        yield from _unsafe(rel, loc, at, "table_header", entry.get("table_header") or (), [])
         for j, sample in enumerate(entry.get("samples") or ()):
             if compiled and not any(rx.search(sample) for rx in compiled):
                 line, col = loc.at((*at, "samples", j))
@@ -202,3 +194,26 @@ def _failures(rel: str, data: Any, loc: Locator) -> Iterator[Finding]:
                     col,
                     problem=f"sample {sample!r} is matched by none of the entry's matchers",
                 )
+
+
+def _unsafe(
+    rel: str,
+    loc: Locator,
+    at: tuple[str | int, ...],
+    key: str,
+    sources: Any,
+    compiled: list[re.Pattern[str]],
+) -> Iterator[Finding]:
+    """A finding for each pattern under ``key`` the engine cannot use; the usable ones are
+    appended to ``compiled``."""
+    for j, pattern in enumerate(sources):
+        unsafe = patterns.problem(pattern)
+        if unsafe is None:
+            compiled.append(re.compile(pattern, re.IGNORECASE))
+            continue
+        line, col = loc.at((*at, key, j))
+        shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+        what = "matcher" if key == "matchers" else "table header"
+        yield CODES["POLICY004"].at(
+            rel, line, col, problem=f"{what} {shown!r} cannot be used: {unsafe}"
+        )

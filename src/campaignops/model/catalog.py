@@ -43,8 +43,13 @@ class Entry:
     backends: tuple[str, ...] = ()  # backend page names or kinds; empty: every backend
     verdicts: tuple[str, ...] = ()  # scheduler states that name this entry without a log line
     warnings: bool = False  # may match lines that read as warnings or info
-    # Entries whose answer this one overrides when it matches too; it never answers alone.
+    # Entries whose answer this one overrides when it matches too; it never answers alone
+    # unless it is also ``standalone``.
     refines: tuple[str, ...] = ()
+    standalone: bool = False
+    # Header lines of the table whose rows the matchers read: they count only on the rows
+    # right after such a header (a `df -i` row reads like a `df -h` row without it).
+    table_header: tuple[Matcher, ...] = ()
     order: int = 0  # place in the file: the last tie-breaker, for stable output only
 
     def applies_to(self, backend: str | None, kind: str | None) -> bool:
@@ -89,6 +94,10 @@ def matcher(source: str) -> Matcher | None:
     )
 
 
+def _compiled(entry: Mapping[str, Any], key: str) -> tuple[Matcher, ...]:
+    return tuple(m for m in map(matcher, _strings(entry, key)) if m is not None)
+
+
 def from_data(data: Any) -> Catalog:
     """The usable entries of a parsed failures.yaml (anything else: an empty catalog)."""
     raw = data.get("failures") if isinstance(data, Mapping) else None
@@ -100,7 +109,7 @@ def from_data(data: Any) -> Catalog:
         entry_id, category = _text(item, "id"), _text(item, "category")
         if not entry_id or not category or entry_id in seen:
             continue
-        compiled = tuple(m for m in map(matcher, _strings(item, "matchers")) if m is not None)
+        compiled = _compiled(item, "matchers")
         verdicts = _strings(item, "verdicts")
         if not compiled and not verdicts:
             continue
@@ -121,6 +130,8 @@ def from_data(data: Any) -> Catalog:
                 verdicts=verdicts,
                 warnings=item.get("warnings") is True,
                 refines=_strings(item, "refines"),
+                standalone=item.get("standalone") is True,
+                table_header=_compiled(item, "table_header"),
                 order=order,
             )
         )

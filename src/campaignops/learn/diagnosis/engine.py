@@ -16,10 +16,12 @@ The rule, in order (docs/runner.md "Diagnosis" gives the reasons and sources):
 5. On that line the most specific match wins: an entry written for this backend over a general
    one, then the matcher with more literal characters. Equal candidates of one category give
    the category without an entry; of several categories, no answer: never a guess.
-6. An entry that ``refines`` others never answers alone; when the answer is one of the
-   entries it refines and it matches a line anywhere in the log, it is the answer (the
-   earliest such line). A message two failures share ("Disk quota exceeded") is told apart by
-   evidence printed elsewhere in the log (the quota table's files column over its limit).
+6. An entry that ``refines`` others never answers alone (unless it is ``standalone``); when the
+   answer is one of the entries it refines and it matches a line anywhere in the log, it is
+   the answer (the earliest such line). A message two failures share ("Disk quota exceeded")
+   is told apart by evidence printed elsewhere in the log (the quota table's files column
+   over its limit). An entry with ``table_header`` reads only the rows of such a table: the
+   lines right after a header line it names, up to the first line that is not a row.
 7. No line matched but the verdict names a category: the entry that lists the verdict's state
    in ``verdicts`` (if exactly one), else the category alone.
 
@@ -61,6 +63,9 @@ _MASKS = (
     (re.compile(r"\s+"), " "),
 )
 SIGNATURE_LINE = 200
+# A table row: a first field (a file system, a user, a path) and then a number or "-". A
+# table an entry reads through ``table_header`` ends at the first line that is not one.
+_ROW = re.compile(r"^\S+\s+(?:\d|-(?:\s|$))")
 
 
 @dataclass(frozen=True)
@@ -108,12 +113,17 @@ def find_matches(
     """Every (entry, line) pair that matches, with the entry's most specific matcher there.
     ``any_line`` (every matcher joined) skips, in one search, the lines nothing matches."""
     out: list[Match] = []
+    tabled = [e for e in entries if e.table_header]
+    in_table: set[str] = set()  # ids of the entries whose table the current line belongs to
     for line in lines:
+        headers = _table_lines(line.text, tabled, in_table)
         if any_line is not None and not any_line.search(line.text):
             continue
         is_quiet = quiet(line.text)
         for entry in entries:
             if is_quiet and not entry.warnings:
+                continue
+            if entry.table_header and (entry.id not in in_table or entry.id in headers):
                 continue
             best = max(
                 (m.anchor for m in entry.matchers if m.regex.search(line.text)), default=None
@@ -121,6 +131,16 @@ def find_matches(
             if best is not None:
                 out.append(Match(entry, line.number, line.text, best, is_quiet))
     return out
+
+
+def _table_lines(text: str, tabled: Sequence[Entry], in_table: set[str]) -> set[str]:
+    """Update ``in_table`` for this line: a header opens its entries' table, a line that is not
+    a row closes it. The ids whose header this very line is are returned (not a row)."""
+    headers = {e.id for e in tabled if any(m.regex.search(text) for m in e.table_header)}
+    if not _ROW.search(text):
+        in_table.clear()
+    in_table |= headers
+    return headers
 
 
 def _pick(
@@ -161,7 +181,7 @@ def diagnose(
     matches = find_matches(lines, entries, catalog.any_line)
     verdict = evidence.category
     counted = [m for m in matches if verdict is None or m.entry.category == verdict]
-    answering = [m for m in counted if not m.entry.refines]
+    answering = [m for m in counted if not m.entry.refines or m.entry.standalone]
     entry: Entry | None
     if answering:
         entry, category, why = _pick(answering, backend, kind)
