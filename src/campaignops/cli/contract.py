@@ -20,6 +20,30 @@ FORMATS = ("text", "markdown", "github", "json")
 # Older names kept working in scripts (docs/decisions.md): status's `table` is now `text`.
 ALIASES: Mapping[str, str] = {"table": "text"}
 TEXT_OR_JSON = "text (default) or json (one document, docs/json.md)"
+# What each command may change: nothing ("reads"), files of this repository ("repository"), or
+# something outside it ("outside": a scheduler, a box, a forge, a new directory elsewhere). An
+# "outside" command previews with --dry-run; tests/cli/test_dialect.py holds every command here.
+EFFECTS: Mapping[str, str] = {
+    "check": "repository",  # --fix rewrites line endings
+    "checks": "reads",
+    "lock": "repository",
+    "render": "repository",
+    "new": "outside",  # a new directory and repository
+    "update": "repository",
+    "submit": "outside",
+    "status": "repository",  # --refresh appends to the ledger (and may retry an OOM task)
+    "cancel": "outside",
+    "pull": "repository",  # copies from the boxes, writes only here
+    "release": "outside",
+    "split": "repository",
+    "diagnose": "reads",
+    "lesson-add": "repository",
+    "audit": "reads",
+    "audit-resources": "reads",
+    "review": "reads",
+    "publish-comment": "outside",
+    "publish-issue": "outside",
+}
 # The schema of an error raised before a command is known (an unknown command, a group alone).
 NO_COMMAND = "error"
 # The error kinds an agent can branch on (docs/json.md).

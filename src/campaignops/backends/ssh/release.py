@@ -143,9 +143,16 @@ Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def release(
-    root: Path, *, instance: str, yes: bool, now: dt.datetime, run: Runner = subprocess.run
+    root: Path,
+    *,
+    instance: str,
+    yes: bool,
+    now: dt.datetime,
+    run: Runner = subprocess.run,
+    dry_run: bool = False,
 ) -> Release:
-    """The teardown rule for one instance; Refused while any of its cells is not verified."""
+    """The teardown rule for one instance; Refused while any of its cells is not verified.
+    ``dry_run``: the same verdict and command, nothing run and nothing recorded."""
     jobs = _jobs(root)
     backend, box = _instance(root, jobs, instance)
     lines, count = blocking(jobs, instance)
@@ -170,6 +177,8 @@ def release(
         )
     exit_code: int | None = None
     ran = False
+    if dry_run:
+        return Release(box, backend, count, box.release, ran, exit_code)
     if yes and box.release:
         try:
             done = run(
