@@ -18,6 +18,7 @@ import pytest
 
 from campaignops import cli
 from campaignops.cli import contract, schemas
+from campaignops.core.errors import UsageError
 from tests import jsoncontract
 
 PARSER = cli.build_parser()
@@ -76,8 +77,6 @@ def test_every_schema_describes_the_same_error() -> None:
 
 
 def test_an_unknown_schema_is_a_usage_error() -> None:
-    from campaignops.core.errors import UsageError
-
     with pytest.raises(UsageError, match="no output schema for 'nope'"):
         schemas.output_schema("nope")
 
