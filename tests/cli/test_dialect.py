@@ -123,6 +123,14 @@ def test_without_json_a_usage_error_is_still_argparses() -> None:
     assert exc.value.code == 2
 
 
+def test_run_json_gives_the_exit_code_and_the_document() -> None:
+    code, doc = cli.run_json(["checks"])
+    assert code == 0 and doc["schema"] == "campaignops/checks/v1" and doc["families"]
+    code, doc = cli.run_json(["lesson", "add"])  # the WHAT_FAILED argument is missing
+    assert code == 2 and doc["schema"] == "campaignops/lesson-add/v1"
+    assert doc["error"]["kind"] == "usage"
+
+
 def test_the_old_format_names_still_work() -> None:
     args = PARSER.parse_args(["status", "--format", "table"])
     assert args.format == "text"

@@ -10,10 +10,13 @@ Exit codes: 0 clean, 1 findings or a refusal, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from campaignops import __version__
 from campaignops.cli import (
@@ -93,6 +96,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def run_json(argv: Sequence[str]) -> tuple[int, dict[str, Any]]:
+    """One command in this process with ``--format json`` (added when ``argv`` lacks it): its
+    exit code and its document, as a program driving campaign (an MCP tool) wants them.
+    stderr is left as it is: the text lines people read."""
+    words = list(argv)
+    if not contract.json_requested(words):
+        words += ["--format", "json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(words)
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return code, doc
 
 
 def _usage_error(parser: argparse.ArgumentParser, exc: contract.ArgvError, words: list[str]) -> int:
