@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from campaignops import cli
+from tests import jsoncontract
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # The date every test ages stamps against, so the suite does not rot with the calendar.
@@ -152,6 +153,7 @@ def run(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
             argv = [*argv, "--today", TODAY.isoformat()]
         code = cli.main(argv)
         captured = capsys.readouterr()
+        jsoncontract.check(argv, captured.out, code)  # every --format json run keeps the contract
         return Result(code=code, out=captured.out, err=captured.err)
 
     return _run

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 
 from campaignops import cli
-from tests import waiting
+from tests import jsoncontract, waiting
 from tests.fuzzmutate import mutate
 
 LEDGER = ".campaign/ledger.jsonl"
@@ -350,15 +350,12 @@ def problems(item: Input, outcome: Outcome) -> list[str]:
         found.append(f"exit {outcome.code}")
     if "Traceback (most recent call last)" in outcome.out + outcome.err:
         found.append("a traceback was printed")
-    if (
-        "json" in item.argv
-        and not outcome.escaped
-        and (outcome.code in (0, 1) or outcome.out.strip())
-    ):
+    if "json" in item.argv and not outcome.escaped:
+        # One document on stdout, whatever happened, valid against the command's schema.
         try:
-            json.loads(outcome.out)
-        except ValueError as exc:
-            found.append(f"--format json printed no JSON ({exc})")
+            jsoncontract.check(item.argv, outcome.out, outcome.code or 0)
+        except AssertionError as exc:
+            found.append(f"--format json broke the contract ({exc})")
     if outcome.code != 0 and outcome.ledger_changed:
         found.append("a failed command changed the ledger")
     return found

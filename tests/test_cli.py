@@ -57,6 +57,7 @@ def test_json_format_shape(campaign: Path, run) -> None:  # type: ignore[no-unty
     plant(campaign)
     data = json.loads(run("check", "--select", "MAN", "--format", "json").out)
     assert data == {
+        "schema": "campaignops/check/v1",
         "findings": [
             {
                 "path": "manifests/dup.yaml",

@@ -209,7 +209,16 @@ def test_the_harness_reports_an_exception_a_hang_a_ledger_write_and_bad_json(
     monkeypatch.setattr(jobs, "_status", garble)
     found = _one(root, pristine, "status-json")
     assert found[0] == "a traceback was printed"
-    assert found[1].startswith("--format json printed no JSON")
+    assert found[1].startswith("--format json broke the contract")
+    assert "stdout is not one JSON document" in found[1]
+
+    def shapeless(args: object, out: object, err: object) -> int:
+        print('{"jobs": 3}', file=out)  # type: ignore[call-overload]
+        return 0
+
+    monkeypatch.setattr(jobs, "_status", shapeless)  # JSON, but not the status document
+    found = _one(root, pristine, "status-json")
+    assert found == [found[0]] and found[0].startswith("--format json broke the contract")
     monkeypatch.setattr(files, "_render", lambda *_: 7)
     assert _one(root, pristine, "render") == ["exit 7"]
     assert fuzzkit.snapshot(root).files == pristine.files

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from campaignops.cli import schemas
 from campaignops.core import schema
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,6 +96,10 @@ def test_wheel_ships_the_schemas(wheel: Path) -> None:
         for name in schema.NAMES:
             data = json.loads(zf.read(f"campaignops/schemas/{name}.schema.json"))
             assert data == schema.load(name)
+        # The output schemas of --format json (docs/json.md): every command's, as installed.
+        for command in schemas.names():
+            data = json.loads(zf.read(f"campaignops/schemas/output/{command}.v1.schema.json"))
+            assert data == schemas.output_schema(command)
 
 
 @pytest.mark.parametrize("name", schema.NAMES)

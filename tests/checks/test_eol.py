@@ -24,7 +24,7 @@ def findings(result: Result) -> list[dict[str, object]]:
 def test_clean_fixture_is_silent(campaign: Path, run) -> None:
     result = run(*SELECT)
     assert result.code == 0
-    assert result.json() == {"findings": [], "errors": []}
+    assert result.json() == {"schema": "campaignops/check/v1", "findings": [], "errors": []}
 
 
 def test_crlf_throughout_is_caught(campaign: Path, run) -> None:

@@ -72,6 +72,7 @@ def test_json_is_bound_makespan_and_each_queue_with_its_lines(queues: Path, run)
     done = run("split", "queues/ablation.txt", "-n", "2", "--format", "json")
     assert done.code == 0, done.err
     assert json.loads(done.out) == {
+        "schema": "campaignops/split/v1",
         "bound": 75,
         "makespan": 80,
         "queues": [
@@ -94,6 +95,8 @@ def test_json_is_bound_makespan_and_each_queue_with_its_lines(queues: Path, run)
                 ],
             },
         ],
+        "dry_run": False,
+        "written": ["queues/ablation.part1of2.txt", "queues/ablation.part2of2.txt"],
     }
 
 

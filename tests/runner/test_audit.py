@@ -136,6 +136,7 @@ def test_cli_formats_and_exit_codes(campaign: Path, run) -> None:  # type: ignor
     shown = run("audit", "resources", "--stage", "production", "--format", "json")
     assert shown.code == 0, shown.err
     assert json.loads(shown.out) == {
+        "schema": "campaignops/audit-resources/v1",
         "recommendations": [
             {
                 "manifest": "manifests/pipe.yaml#train",

@@ -39,7 +39,7 @@ def _stale_findings(run: Run, *args: str) -> list[tuple[str, int]]:
 def test_audit_lists_every_expired_stamp_with_the_source_to_recheck(demo: Path, run: Run) -> None:
     code, report = _audit(run, *LATER)
     assert code == 1
-    assert list(report) == ["stale", "due", "standing"]
+    assert list(report) == ["schema", "stale", "due", "standing", "problems"]
     assert report["due"] == [] and report["standing"] == []
     stale = report["stale"]
     assert all(list(entry) == ["path", "line", "stamp", "source"] for entry in stale)
@@ -68,7 +68,8 @@ def test_stamps_about_to_expire_are_due_and_do_not_fail(demo: Path, run: Run) ->
     code, narrow = _audit(run, "--today", "2027-05-10", "--due-within", "21")
     assert (code, narrow["due"]) == (0, [])
     code, fresh = _audit(run, "--today", "2026-12-01")
-    assert (code, fresh) == (0, {"stale": [], "due": [], "standing": []})
+    empty = {"stale": [], "due": [], "standing": [], "problems": []}
+    assert (code, fresh) == (0, {"schema": "campaignops/audit/v1", **empty})
 
 
 def test_markdown_is_an_issue_body_found_by_its_marker(demo: Path, run: Run) -> None:

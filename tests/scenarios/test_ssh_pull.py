@@ -50,6 +50,8 @@ def test_pull_verifies_then_release_runs_the_command(  # type: ignore[no-untyped
     assert early.code == 1
     assert "not pulled and verified" in early.err and "not pulled" in early.err
     assert not (tmp_path / "released-box1").exists()
+    refused = run("release", "box1", "--format", "json")  # the same refusal, as a document
+    assert refused.code == 1 and json.loads(refused.out)["error"]["kind"] == "refused"
 
     pulled = run("pull", "--format", "json")
     assert pulled.code == 0, pulled.out + pulled.err
@@ -71,6 +73,13 @@ def test_pull_verifies_then_release_runs_the_command(  # type: ignore[no-untyped
         "1": "verified",
         "2": "verified",
     }
+
+    ledger_before = (camp / ".campaign" / "ledger.jsonl").read_bytes()
+    preview = run("release", "box1", "--dry-run", "--format", "json")
+    assert preview.code == 0, preview.out
+    assert json.loads(preview.out)["command"] == f"touch {tmp_path}/released-box1"
+    assert json.loads(preview.out)["recorded"] is False
+    assert (camp / ".campaign" / "ledger.jsonl").read_bytes() == ledger_before  # nothing recorded
 
     shown = run("release", "box1")
     assert shown.code == 0, shown.err

@@ -23,8 +23,9 @@ import pytest
 from campaignops import cli
 from campaignops.backends import script
 from campaignops.checks import registry
-from campaignops.model import blocks, lessons, stamps
+from campaignops.cli import contract
 from campaignops.generate import answers as answers_mod
+from campaignops.model import blocks, lessons, stamps
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template" / "{{cookiecutter.campaign_slug}}"
 PROSE = ("README.md", "AGENTS.md", "HPC_PLAYBOOK.md", "LESSONS.md")
@@ -139,6 +140,8 @@ def is_cli_subcommand(name: str) -> bool:
             parser.parse_args([name, "--help"])
         except SystemExit as exc:
             return exc.code == 0
+        except contract.ArgvError:  # the parser raises its usage errors (cli/contract.py)
+            return False
     return False
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from campaignops.checks.finding import Finding
 from campaignops.checks.registry import Report
@@ -34,14 +35,18 @@ def _github(report: Report, display: PathMap) -> str:
     return "\n".join(_github_line(f, display) for f in report.findings)
 
 
-def _json(report: Report, display: PathMap) -> str:
-    payload = {
+def to_json(report: Report, display: PathMap) -> dict[str, Any]:
+    """``{"findings": [...], "errors": [...]}`` (docs/formats.md)."""
+    return {
         "findings": [{**f.as_dict(), "path": display(f.path)} for f in report.findings],
         "errors": [
             {"path": display(p.path), "message": p.message, "hint": p.hint} for p in report.problems
         ],
     }
-    return json.dumps(payload, indent=2)
+
+
+def _json(report: Report, display: PathMap) -> str:
+    return json.dumps(to_json(report, display), indent=2)
 
 
 FORMATTERS: Mapping[str, Callable[[Report, PathMap], str]] = {

@@ -2,22 +2,28 @@
 
 One module per group of commands, each with ``register(sub)``, which adds its parsers and sets
 each one's handler; ``main`` dispatches on that handler and maps CampaignError to its exit code.
-Exit codes: 0 clean, 1 findings or a refusal, 2 usage error or unreadable input.
+Exit codes: 0 clean, 1 findings or a refusal, 2 usage error or unreadable input. With
+``--format json`` every outcome, usage errors included, is one JSON document on stdout
+(cli/contract.py, docs/json.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from campaignops import __version__
 from campaignops.cli import (
     advise,
     audit,
     boxes,
+    contract,
     diagnose,
     files,
     jobs,
@@ -26,6 +32,7 @@ from campaignops.cli import (
     publish,
     review,
     split,
+    submit,
     update,
 )
 from campaignops.core import safetext
@@ -35,7 +42,7 @@ Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = contract.Parser(
         prog="campaign",
         description="GitOps for compute campaigns: check a campaign repository, create one, "
         "submit its jobs from committed files only, and follow their status.",
@@ -46,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         files,
         new,
         update,
+        submit,
         jobs,
         boxes,
         split,
@@ -57,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         publish,
     ):
         module.register(sub)
+    for name, command in contract.leaves(parser):
+        command.set_defaults(command_name=name)
     return parser
 
 
@@ -65,8 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(words)
+    except contract.ArgvError as exc:
+        return _usage_error(parser, exc, words)
     handler: Handler = args.handler
     try:
         return handler(args, sys.stdout, sys.stderr)
@@ -74,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fmt = str(getattr(args, "format", "text"))
         for line in safetext.error_lines(fmt, exc.message, hint=exc.hint):
             print(line, file=sys.stderr)
+        if fmt == "json":
+            return contract.fail(sys.stdout, args.command_name, exc)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
@@ -82,3 +98,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def run_json(argv: Sequence[str]) -> tuple[int, dict[str, Any]]:
+    """One command in this process with ``--format json`` (added when ``argv`` lacks it): its
+    exit code and its document, as a program driving campaign (an MCP tool) wants them.
+    stderr is left as it is: the text lines people read."""
+    words = list(argv)
+    if not contract.json_requested(words):
+        words += ["--format", "json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(words)
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return code, doc
+
+
+def _usage_error(parser: argparse.ArgumentParser, exc: contract.ArgvError, words: list[str]) -> int:
+    """argparse's usage and message on stderr, as ever; with --format json in the words, also
+    the error document on stdout (and exit 2 rather than argparse's SystemExit)."""
+    exc.parser.print_usage(sys.stderr)
+    print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+    if not contract.json_requested(words):
+        raise SystemExit(2)
+    command = contract.command_of(parser, words)
+    shown = " ".join(["campaign", *([] if command == contract.NO_COMMAND else command.split("-"))])
+    doc = contract.error_document(
+        command, kind="usage", message=exc.message, hint=f"see {shown} --help"
+    )
+    print(contract.dump(doc), file=sys.stdout)
+    return 2

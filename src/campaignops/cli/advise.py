@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 from typing import TextIO
 
 from campaignops.backends import advice
+from campaignops.cli import contract
 from campaignops.core import layout
 from campaignops.core.errors import UsageError
 
@@ -57,8 +57,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     found = advice.advise_campaign(root=_root(), ask=ask)
     if args.format == "json":
-        document = {"schema": "campaignops/advise/v1", **dataclasses.asdict(found)}
-        print(json.dumps(document, indent=2), file=out)
+        contract.emit(out, "advise", dataclasses.asdict(found))
     else:
         print("\n".join(text(found)), file=out)
     return 0 if found.backend is not None else 1
@@ -79,5 +78,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     adv.add_argument("--tasks", type=int, default=1, help="independent tasks (default 1)")
     adv.add_argument("--urgent", action="store_true", help="it cannot wait in a queue")
     adv.add_argument("--smoke", action="store_true", help="a smoke test of a new config")
-    adv.add_argument("--format", choices=("text", "json"), default="text")
+    contract.add_format(adv, "text", "json", help=contract.TEXT_OR_JSON)
     adv.set_defaults(handler=_advise)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.cli.files import _date
 from campaignops.cli.jobs import aligned
 from campaignops.core import layout, safetext
@@ -28,7 +28,7 @@ def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     report = audit.resources(root=root, stage=args.stage, manifest_path=manifest)
     if args.format == "json":
-        print(json.dumps(render.to_json(report), indent=2, ensure_ascii=False), file=out)
+        contract.emit(out, args.command_name, render.to_json(report))
         return 0
     if args.format == "markdown":
         print(render.markdown(report), file=out)
@@ -81,8 +81,10 @@ def _scheduled(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     found = upkeep_gather.gather(cwd=cwd, today=today, now=now, due_within_days=args.due_within)
     display = _display(found.root, cwd.resolve())
     result = found.audit
+    problems = [{"message": p.message, "hint": p.hint} for p in found.problems]
     if args.format == "json":
-        print(upkeep_render.json_text(result, display), file=out)
+        doc = {**upkeep_render.to_json(result, display), "problems": problems}
+        contract.emit(out, args.command_name, doc)
     elif args.format == "markdown":
         print(upkeep_render.markdown(result, display), file=out)
     else:
@@ -131,10 +133,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also list stamps that go stale within this many days "
         f"(default: {upkeep.DEFAULT_DUE_WITHIN_DAYS})",
     )
-    aud.add_argument(
-        "--format",
-        choices=("text", "markdown", "json"),
-        default="text",
+    contract.add_format(
+        aud,
+        "text",
+        "markdown",
+        "json",
         help="text (default), markdown (the issue body, with a hidden marker line), "
         "json (docs/formats.md)",
     )
@@ -158,10 +161,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     res.add_argument(
         "--manifest", metavar="M", help="only this manifest, e.g. manifests/train.yaml"
     )
-    res.add_argument(
-        "--format",
-        choices=("text", "json", "markdown"),
-        default="text",
+    contract.add_format(
+        res,
+        "text",
+        "markdown",
+        "json",
         help="text (default, aligned columns), json (docs/formats.md), markdown (a PR comment)",
     )
     res.set_defaults(handler=_resources)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.cli.jobs import campaign_root
 from campaignops.cli.live import Live
 from campaignops.core import safetext
+from campaignops.core.errors import UsageError
 from campaignops.model import backendpage
 
 
@@ -47,7 +48,7 @@ def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 for c in cells
             ],
         }
-        print(json.dumps(doc, indent=1, sort_keys=True), file=out)
+        contract.emit(out, args.command_name, doc)
     elif not cells:
         print("no ssh job in the ledger: nothing to pull", file=out)
     else:
@@ -77,21 +78,43 @@ def _pull(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _release(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.backends.ssh import release
 
-    done = release.release(campaign_root(), instance=args.instance, yes=args.yes, now=_now())
+    if args.yes and args.dry_run:
+        raise UsageError(
+            message="--yes runs the release command and --dry-run runs nothing",
+            hint="give one of them",
+        )
+    done = release.release(
+        campaign_root(), instance=args.instance, yes=args.yes, now=_now(), dry_run=args.dry_run
+    )
+    code = 0 if not done.ran or done.exit_code == 0 else 1
+    if args.format == "json":
+        doc = {
+            "dry_run": args.dry_run,
+            "instance": done.instance.name,
+            "backend": done.backend,
+            "cells": done.cells,
+            "command": done.command,
+            "ran": done.ran,
+            "exit_code": done.exit_code,
+            "recorded": not args.dry_run,
+        }
+        contract.emit(out, args.command_name, doc)
+        return code
     print(f"instance {done.instance.name}: all {done.cells} cells pulled and verified", file=out)
+    recorded = "nothing recorded (dry run)" if args.dry_run else "recorded in the ledger"
     if done.command is None:
         print(
             f"no release command on {backendpage.path_of(done.backend)} for it: stop or destroy it in "
-            "the provider's console now (it bills until you do); recorded in the ledger",
+            f"the provider's console now (it bills until you do); {recorded}",
             file=out,
         )
         return 0
     if not done.ran:
         print(f"to stop its meter, run: {done.command}", file=out)
-        print("(or campaign release --yes runs it for you); recorded in the ledger", file=out)
+        print(f"(or campaign release --yes runs it for you); {recorded}", file=out)
         return 0
     print(f"ran: {done.command} (exit {done.exit_code}); recorded in the ledger", file=out)
-    return 0 if done.exit_code == 0 else 1
+    return code
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,7 +128,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "also loaded by CMD (exit 0). Each cell's verdict goes into the ledger. Exit 0 when "
         "every finished cell is verified, 1 when one is not, 2 on a failed transfer.",
     )
-    p.add_argument("job", nargs="?", help="one ssh job id (default: every ssh job)")
+    p.add_argument("job", nargs="?", metavar="JOB", help="one ssh job id (default: every ssh job)")
     p.add_argument(
         "--verify",
         metavar="CMD",
@@ -113,7 +136,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "outputs are appended (e.g. --verify 'python -c \"import json,sys; "
         "json.load(open(sys.argv[1]))\"')",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    contract.add_format(p, "text", "json", help=contract.TEXT_OR_JSON)
     p.set_defaults(handler=_pull)
     r = sub.add_parser(
         "release",
@@ -122,8 +145,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "is not pulled and verified (campaign pull), then print the instance's release "
         "command from the backend page (instances[].release, e.g. 'vastai destroy instance "
         "123'), and run it only with --yes. Recorded in the ledger. Nothing is ever "
-        "destroyed automatically.",
+        "destroyed automatically. --dry-run checks the rule and prints the command, and "
+        "records nothing (without --yes the command is printed, not run, and the release is "
+        "recorded, as before).",
     )
-    r.add_argument("instance", help="the instance's name on the backend page")
+    r.add_argument("instance", metavar="INSTANCE", help="the instance's name on the backend page")
     r.add_argument("--yes", action="store_true", help="run the configured release command")
+    contract.add_dry_run(
+        r, help="check the teardown rule and print the command; run and record nothing"
+    )
+    contract.add_format(r, "text", "json", help=contract.TEXT_OR_JSON)
     r.set_defaults(handler=_release)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.core import layout
 from campaignops.core.errors import UsageError
 from campaignops.learn.diagnosis import report
@@ -94,7 +94,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             today=today,
         )
     if args.format == "json":
-        print(json.dumps(report.as_json(found), indent=2, ensure_ascii=False), file=out)
+        contract.emit(out, args.command_name, report.as_json(found))
     else:
         out.write(report.as_text(found))
     return 0
@@ -142,8 +142,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     dgn.add_argument("--kind", metavar="KIND", help="with --log: that backend's kind, e.g. slurm")
     dgn.add_argument("--catalog", metavar="FILE", help="a failures.yaml (default: the campaign's)")
-    dgn.add_argument(
-        "--format", choices=("text", "json"), default="text", help="text (default) or json"
-    )
+    contract.add_format(dgn, "text", "json", help=contract.TEXT_OR_JSON)
     dgn.add_argument("--today", metavar="YYYY-MM-DD", help="the lesson's date (default: today)")
     dgn.set_defaults(handler=_diagnose)

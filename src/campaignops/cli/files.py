@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TextIO
 
 from campaignops.checks import context, registry, report
+from campaignops.cli import contract
+from campaignops.cli.jobs import campaign_root
 from campaignops.core import layout, safetext
 
 
@@ -36,9 +38,12 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ctx = context.build(paths=args.paths, cwd=cwd, today=args.today, base=args.base, fix=args.fix)
     result = registry.run(ctx, select=args.select, ignore=args.ignore)
     display = _display(ctx.root, cwd.resolve())
-    text = report.render(result, fmt=args.format, display=display)
-    if text:
-        print(text, file=out)
+    if args.format == "json":
+        contract.emit(out, args.command_name, report.to_json(result, display))
+    else:
+        text = report.render(result, fmt=args.format, display=display)
+        if text:
+            print(text, file=out)
     if args.format != "json":
         for problem in result.problems:
             # What follows the path: ": why", or ":line:col: why" for a YAML limit.
@@ -61,6 +66,10 @@ def _lock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     root = layout.find_root(Path.cwd()) or Path.cwd()
     entries = lockfile.lock(root=root, paths=args.paths, cwd=Path.cwd(), today=args.today)
+    if args.format == "json":
+        locked = [{"path": e.path, "digest": e.digest, "date": e.date.isoformat()} for e in entries]
+        contract.emit(out, args.command_name, {"locked": locked})
+        return 0
     for entry in entries:
         shown = safetext.one_line(entry.path)
         print(f"locked {shown} {entry.digest} {entry.date.isoformat()}", file=out)
@@ -72,17 +81,29 @@ def _render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         render as views,  # loaded by the commands that render: check starts faster
     )
 
-    root = layout.find_root(Path.cwd())
-    if root is None:
-        print(f"campaign: error: no {layout.POLICY_FILE} here or above", file=err)
-        return 2
+    root = campaign_root()
     changed = views.render_all(root=root, write=not args.check)
+    if args.format == "json":
+        doc = {"check": args.check, "files": list(changed)}
+        contract.emit(out, args.command_name, doc)
+        return 1 if (args.check and changed) else 0
     for rel in changed:
         print(f"{'out of sync' if args.check else 'rendered'}: {safetext.one_line(rel)}", file=out)
     return 1 if (args.check and changed) else 0
 
 
 def _list_checks(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.format == "json":
+        families = [
+            {
+                "name": fam.name,
+                "summary": fam.summary,
+                "checks": [{"id": cid, "message": m} for cid, m in registry.listing(fam)],
+            }
+            for fam in registry.FAMILIES.values()
+        ]
+        contract.emit(out, args.command_name, {"families": families})
+        return 0
     for fam in registry.FAMILIES.values():
         print(f"{fam.name}: {fam.summary}", file=out)
         for cid, message in registry.listing(fam):
@@ -138,10 +159,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="YYYY-MM-DD",
         help="the date stamps are aged against (default: today)",
     )
-    chk.add_argument(
-        "--format",
-        choices=sorted(report.FORMATTERS),
-        default="text",
+    contract.add_format(
+        chk,
+        *sorted(report.FORMATTERS),
         help="text (default), github (workflow annotations), json (for tools)",
     )
     chk.set_defaults(handler=_check)
@@ -151,6 +171,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list check families and IDs",
         description="List every check family and ID with its message.",
     )
+    contract.add_format(lst, "text", "json", help=contract.TEXT_OR_JSON)
     lst.set_defaults(handler=_list_checks)
     lck = sub.add_parser(
         "lock",
@@ -160,6 +181,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     lck.add_argument("paths", nargs="+", metavar="PATH", help="wrapper scripts to lock")
     lck.add_argument("--today", type=_date, metavar="YYYY-MM-DD", help="date to record")
+    contract.add_format(lck, "text", "json", help=contract.TEXT_OR_JSON)
     lck.set_defaults(handler=_lock)
 
     rnd = sub.add_parser(
@@ -172,4 +194,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="write nothing; list out-of-sync files and exit 1 if any",
     )
+    contract.add_format(rnd, "text", "json", help=contract.TEXT_OR_JSON)
     rnd.set_defaults(handler=_render)

@@ -1,4 +1,4 @@
-"""`campaign submit` and `campaign status`: the runner's commands."""
+"""`campaign status` and `campaign cancel`: the runner's commands after a submit."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ import argparse
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from campaignops.cli import contract
 from campaignops.core import layout, safetext
 from campaignops.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from campaignops.runner.cancel import Plan
 
 
 def campaign_root() -> Path:
@@ -20,78 +24,6 @@ def campaign_root() -> Path:
             hint="run inside a campaign repository (campaign new creates one)",
         )
     return root
-
-
-def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.runner import submit
-
-    root = campaign_root()
-    manifest = layout.root_relative(
-        args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
-    )
-    ask = submit.Ask(
-        manifest=manifest,
-        stage=args.stage,
-        targets=tuple(args.targets),
-        backend=args.backend,
-        after=args.after,
-        dry_run=args.dry_run,
-        override=args.override,
-        failed=args.failed,
-    )
-    result = submit.submit(root=root, ask=ask, commit=args.commit)
-    if result.note:
-        print(result.note, file=out)
-        return 0
-    for planned in result.planned:
-        spec = planned.job.spec
-        print(f"== {spec.name} on {result.backend}: {len(spec.tasks)} task(s)", file=out)
-        for v in planned.verdicts:
-            mark = "pass" if v.passed else "REFUSE"
-            print(f"  gate {v.gate:<12} {mark:<6} {v.reason}", file=out)
-            if not v.passed:
-                print(f"    hint: {v.hint}", file=out)
-        if args.dry_run:
-            print(f"-- the script that would be submitted:\n{planned.script}", file=out)
-    if args.dry_run:
-        if result.unreachable:
-            print(
-                f"note: no_sibling was not checked: this machine cannot reach backend "
-                f"{result.backend} ({result.unreachable})",
-                file=out,
-            )
-        refused = sorted({v.gate for p in result.planned for v in p.verdicts if not v.passed})
-        if refused:
-            # Exit 1 like the real submit would: a dry run is then a preflight a script can use.
-            print(
-                f"dry run: nothing submitted; a submit would be refused by {', '.join(refused)}",
-                file=out,
-            )
-            return 1
-        if result.unreachable:
-            print("dry run: nothing submitted; a submit from here would fail (exit 2)", file=out)
-            return 2
-        print("dry run: nothing submitted; a submit would pass every gate", file=out)
-        return 0
-    for s in result.submitted:
-        if s.job_id is None:
-            print(
-                f"outcome unknown for {s.name} (ledger {s.ledger_id}): it may be queued; do "
-                "not submit it again: campaign status --refresh finds it and records it",
-                file=out,
-            )
-        else:
-            print(f"submitted {s.name} as job {s.job_id} (ledger {s.ledger_id})", file=out)
-    if result.commit:
-        print(f"committed ledger, lock, STATUS.md and scripts: {result.commit[:10]}", file=out)
-    for w in result.warnings:
-        print(f"warning: {w.message}\n  run: {w.hint}", file=err)
-    print(
-        "next: campaign status --refresh   (STATUS.md and .campaign/ledger.jsonl record it)",
-        file=out,
-    )
-    # Submitted, but a later step did not happen (or a later job was not submitted): exit 1.
-    return 1 if result.warnings else 0
 
 
 def aligned(markdown: str) -> list[str]:
@@ -110,8 +42,6 @@ def aligned(markdown: str) -> list[str]:
 
 
 def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    import json as json_mod
-
     from campaignops.cli.live import Live
     from campaignops.core.files import FileReader
     from campaignops.model import ledger as ledger_mod
@@ -168,7 +98,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report(status.refresh(root=root))
     if args.format == "json":
         jobs = [dict(j.record) for j in ledger_mod.read(root).jobs]
-        print(json_mod.dumps({"jobs": jobs}, indent=2), file=out)
+        contract.emit(out, args.command_name, {"jobs": jobs})
         return 0
     sources = views.Sources(FileReader(root))
     if args.format == "markdown":
@@ -214,6 +144,12 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     root = campaign_root()
     plan = cancel.prepare(root=root, job=args.job, targets=args.targets)
+    if args.format == "json":
+        by = None
+        if not args.dry_run:
+            by = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason).by
+        contract.emit(out, args.command_name, cancel_doc(plan, by=by, dry_run=args.dry_run))
+        return 0
 
     def some(items: tuple[str, ...] | list[str]) -> str:
         return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
@@ -230,8 +166,15 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     waiting = [log.target for log in plan.logs if log.tail is None]
     if waiting:  # one line, not one per task: an array may hold a thousand not started yet
         print(f"== no log yet: {some(waiting)}", file=out)
-    done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
     what = "job" if plan.whole else "task(s)"
+    if args.dry_run:
+        print(
+            f"dry run: nothing cancelled; would cancel {what} {some(plan.cancel_ids)} "
+            f"({plan.name}: {some(plan.targets)}) on {plan.backend}",
+            file=out,
+        )
+        return 0
+    done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
     print(
         f"cancelled {what} {some(plan.cancel_ids)} ({plan.name}: {some(plan.targets)}) on "
         f"{plan.backend}; recorded in the ledger ({plan.ledger_id}, by {done.by})",
@@ -241,67 +184,26 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sbm = sub.add_parser(
-        "submit",
-        help="submit a manifest's targets from committed files, through the six gates",
-        description="Submit a manifest's targets to a backend: only from committed files, "
-        "smoke before single/production, no duplicate of a queued or running job, not a "
-        "fourth try of the same crash, and within budget. Gates in order: committed, authorized, "
-        "smoke_first, no_sibling, breaker, budget. Every submission is recorded in "
-        ".campaign/ledger.jsonl.",
-        epilog="exit codes: 0 submitted (or a dry run whose gates all pass), 1 a gate refused "
-        "(also in a dry run), the scheduler rejected the job, or it was submitted but a later "
-        "step (lock, STATUS.md, commit, push) failed or its outcome is unknown (the warning "
-        "says what to run), 2 usage error or the scheduler is unreachable from this machine.",
-    )
-    sbm.add_argument(
-        "manifest",
-        metavar="MANIFEST",
-        help="a manifest under manifests/: jobs, a grid, phases, or a queue file's cells "
-        "(queue: queues/x.txt)",
-    )
-    sbm.add_argument(
-        "--stage",
-        required=True,
-        choices=("smoke", "single", "production"),
-        help="smoke (run length cut), single (one target), production (fan-out)",
-    )
-    sbm.add_argument(
-        "--targets", nargs="+", default=[], metavar="ID", help="only these targets (default: all)"
-    )
-    sbm.add_argument(
-        "--backend",
-        metavar="NAME",
-        help="an authorized backend (default: the manifest's, else smoke_backend "
-        "for smoke, else the first authorized)",
-    )
-    sbm.add_argument("--after", metavar="JOBID", help="start only after JOBID completes (afterok)")
-    sbm.add_argument(
-        "--failed",
-        action="store_true",
-        help="only the targets whose latest attempt at this stage ended without success "
-        "(one array job); with --targets, only among those",
-    )
-    sbm.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print every gate's verdict and the script; submit nothing (exit 1 if a gate "
-        "would refuse)",
-    )
-    sbm.add_argument(
-        "--override",
-        metavar="REASON",
-        help="pass a tripped breaker or an exceeded budget; the reason is recorded in the ledger",
-    )
-    sbm.add_argument(
-        "--commit",
-        action="store_true",
-        help="commit the ledger, the wrapper lock, STATUS.md and the submitted scripts "
-        "(.campaign/jobs/) afterwards",
-    )
-    sbm.set_defaults(handler=_submit)
+def cancel_doc(plan: Plan, *, by: str | None, dry_run: bool) -> dict[str, Any]:
+    return {
+        "dry_run": dry_run,
+        "cancelled": not dry_run,
+        "ledger_id": plan.ledger_id,
+        "job_id": plan.job_id,
+        "name": plan.name,
+        "backend": plan.backend,
+        "whole": plan.whole,
+        "cancel_ids": plan.cancel_ids,
+        "targets": plan.targets,
+        "by": by,
+        "logs": [
+            {"target": g.target, "index": g.index, "path": g.path, "tail": g.tail}
+            for g in plan.logs
+        ],
+    }
 
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sts = sub.add_parser(
         "status",
         help="show the campaign's jobs; --refresh asks each backend once",
@@ -328,11 +230,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="seconds between --watch rounds: 60 to 86400 (default 60)",
     )
-    sts.add_argument(
-        "--format",
-        choices=("table", "markdown", "json"),
-        default="table",
-        help="table (default), markdown (STATUS.md's tables), json (ledger records)",
+    contract.add_format(
+        sts,
+        "text",
+        "markdown",
+        "json",
+        help="text (default; the old name table still works), markdown (STATUS.md's tables), "
+        "json (ledger records)",
     )
     sts.set_defaults(handler=_status)
 
@@ -357,4 +261,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="only the array tasks running these targets (default: the whole job)",
     )
     cnc.add_argument("--reason", metavar="TEXT", help="why; recorded in the ledger")
+    contract.add_dry_run(
+        cnc, help="show the logs and what would be cancelled; cancel and record nothing"
+    )
+    contract.add_format(cnc, "text", "json", help=contract.TEXT_OR_JSON)
     cnc.set_defaults(handler=_cancel)

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.cli.files import _date
 from campaignops.cli.jobs import campaign_root
 
@@ -25,6 +26,16 @@ def _add(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         entry=args.entry,
     )
     shown = os.path.relpath(added.path, Path.cwd())
+    if args.format == "json":
+        doc = {
+            "path": shown,
+            "line": added.line,
+            "text": added.text,
+            "created_file": added.created_file,
+            "created_section": added.created_section,
+        }
+        contract.emit(out, args.command_name, doc)
+        return 0
     if added.created_file:
         print(f"created {shown}", file=out)
     elif added.created_section:
@@ -74,4 +85,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="YYYY-MM-DD",
         help="the day of the fix (default: today)",
     )
+    contract.add_format(add, "text", "json", help=contract.TEXT_OR_JSON)
     add.set_defaults(handler=_add)

@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.cli.live import Live
-from campaignops.core import layout
+from campaignops.core import layout, safetext
 from campaignops.core.errors import UsageError
 
 
@@ -26,7 +27,8 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         assert isinstance(question, Question)
         if args.defaults:
             return default
-        if not scaffold.environment_ok():
+        # A question would print on stdout, where --format json promises one document only.
+        if args.format == "json" or not scaffold.environment_ok():
             raise UsageError(
                 message=f"no terminal to ask {question.name!r} on",
                 hint="pass --defaults, and --data NAME=VALUE for the answers you want",
@@ -36,6 +38,8 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return reply or default
 
     answers = scaffold.resolve_answers(directory=directory, given=given, ask=ask)
+    if args.dry_run:
+        return _would_make(args, out, directory, answers)
     live = Live(err)  # each step on a terminal, cleared once done; nothing in a log
     made = scaffold.generate(
         directory=directory,
@@ -49,25 +53,55 @@ def _new(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     shown = os.path.relpath(made.path, Path.cwd())
     if shown.startswith(".."):
         shown = str(made.path)
-    print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
     recorded = made.answers[REQUIREMENT]
-    print(f"CI installs: {recorded}", file=out)
+    notes = []
     if recorded.startswith("campaignops=="):
-        print(FROM_INDEX_NOTE.format(requirement=recorded), file=out)
+        notes.append(FROM_INDEX_NOTE.format(requirement=recorded))
     elif "git+file:" in recorded:
-        print(ON_THIS_MACHINE_NOTE, file=out)
-    print(HOOK_NOTE, file=out)
+        notes.append(ON_THIS_MACHINE_NOTE)
+    notes.append(HOOK_NOTE)
     pushed = made.answers["require_pushed"] == "yes"
-    print(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED, file=out)
-    print("Next:", file=out)
-    for step in (
+    notes.append(PUSH_REQUIRED if pushed else PUSH_NOT_REQUIRED)
+    steps = (
         f"cd {shown}",
         "pre-commit install          # the checks on every commit",
         "campaign check              # policy, manifests, stamps, line endings, wrappers, views",
         *((PUSH_STEP,) if pushed else ()),
         "campaign submit manifests/example.yaml --stage smoke --dry-run",
-    ):
+    )
+    if args.format == "json":
+        doc = {
+            "dry_run": False,
+            "path": str(made.path),
+            "engine": made.engine,
+            "commit": made.commit,
+            "requirement": recorded,
+            "notes": notes,
+            "next": [step.split("  #")[0].strip() for step in steps],
+        }
+        contract.emit(out, args.command_name, doc)
+        return 0
+    print(f"Created {shown} with {made.engine} (first commit {made.commit[:10]}).", file=out)
+    print(f"CI installs: {recorded}", file=out)
+    for note in notes:
+        print(note, file=out)
+    print("Next:", file=out)
+    for step in steps:
         print(f"  {step}", file=out)
+    return 0
+
+
+def _would_make(
+    args: argparse.Namespace, out: TextIO, directory: Path, answers: dict[str, str]
+) -> int:
+    """--dry-run: the directory, engine and answers a run would use; nothing is made."""
+    if args.format == "json":
+        doc = {"dry_run": True, "path": str(directory), "engine": args.engine, "answers": answers}
+        contract.emit(out, args.command_name, doc)
+        return 0
+    print(f"dry run: nothing created; would create {directory} with {args.engine}:", file=out)
+    for name, value in answers.items():
+        print(safetext.plain_line(f"  {name}: {value}"), file=out)
     return 0
 
 
@@ -181,5 +215,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--vcs-ref",
         metavar="REF",
         help="copier only: the tag or commit of --template to use (default: its latest tag)",
+    )
+    contract.add_dry_run(new, help="print the directory and the answers; create nothing")
+    contract.add_format(
+        new, "text", "json", help="text (default) or json (one document; implies no questions)"
     )
     new.set_defaults(handler=_new)

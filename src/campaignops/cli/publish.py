@@ -9,11 +9,12 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from campaignops.cli import contract
 from campaignops.core import safetext
 from campaignops.core.errors import InputError, UsageError
 
 if TYPE_CHECKING:
-    from campaignops.gitops.forge.publish import Forge
+    from campaignops.gitops.forge.publish import Forge, Outcome
     from campaignops.gitops.forge.settings import Settings
 
 
@@ -56,8 +57,15 @@ def _comment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ("comment", "pull request #") if where.platform == "github" else ("note", "merge request !")
     )
     target = f"{place}{where.number}"
+    if args.dry_run:
+        line = (
+            f"dry run: nothing posted; would create or update the {kind} marked {name} on {target}"
+        )
+        doc = {"dry_run": True, "platform": where.platform, "number": where.number, "kind": kind}
+        return _say(args, out, {**doc, "marker": name, "body_chars": len(body)}, line)
     if not where.token:  # only let through for a fork's merge request (settings.gitlab)
         return _unpublished(
+            args,
             where.summary,
             body,
             f"no {settings.GITLAB_TOKEN} in this pipeline of a merge request from a fork "
@@ -73,6 +81,7 @@ def _comment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not (where.fork and exc.status == 403):
             raise
         return _unpublished(
+            args,
             where.summary,
             body,
             f"token cannot write to {target} from a fork (HTTP 403: {exc.api_message}): "
@@ -81,18 +90,42 @@ def _comment(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err,
         )
     url = f": {done.url}" if done.url else ""
-    print(safetext.plain_line(f"{done.action} {kind} {done.id} on {target}{url}"), file=out)
+    line = f"{done.action} {kind} {done.id} on {target}{url}"
+    doc = {"dry_run": False, "platform": where.platform, "number": where.number, "kind": kind}
+    return _say(args, out, {**doc, "posted": True, **_outcome(done)}, line)
+
+
+def _outcome(done: Outcome) -> dict[str, object]:
+    return {"action": done.action, "id": done.id, "url": done.url}
+
+
+def _say(args: argparse.Namespace, out: TextIO, doc: dict[str, object], line: str) -> int:
+    """The one line of text, or the one JSON document."""
+    if args.format == "json":
+        contract.emit(out, args.command_name, doc)
+    else:
+        print(safetext.plain_line(line), file=out)
     return 0
 
 
-def _unpublished(summary: Path | None, body: str, why: str, out: TextIO, err: TextIO) -> int:
+def _unpublished(
+    args: argparse.Namespace, summary: Path | None, body: str, why: str, out: TextIO, err: TextIO
+) -> int:
     from campaignops.gitops.forge import publish
 
     if summary is not None:
         publish.append_summary(summary, body)
         _warn(err, f"{why}; review left in the job summary")
+        if args.format == "json":
+            contract.emit(
+                out, args.command_name, {"posted": False, "reason": why, "left": "summary"}
+            )
         return 0
     _warn(err, f"{why}; review left in the job log below")
+    if args.format == "json":
+        doc = {"posted": False, "reason": why, "left": "log", "body": body}
+        contract.emit(out, args.command_name, doc)
+        return 0
     # The body can quote a fork's file names: no line of it may act as a workflow command.
     for line in body.rstrip("\n").splitlines():
         print(safetext.plain_line(line), file=out)
@@ -122,15 +155,25 @@ def _issue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     where = settings.from_env(os.environ, platform=args.platform, number=None, for_comment=False)
     if args.author is not None and where.platform != "github":
         raise UsageError(message="--author applies to GitHub only (GitLab asks GET /user)")
+    head = {"dry_run": args.dry_run, "platform": where.platform, "label": args.label}
+    if args.dry_run:
+        line = f"dry run: nothing sent; would bring the issue labelled {args.label} to {args.state}"
+        return _say(args, out, {**head, "state": args.state, "issues": []}, line)
     forge = _forge(where, author=args.author)
-    for done in publish.issue(
+    outcomes = publish.issue(
         forge, label=args.label, name=name, title=args.title, body=body, state=args.state
-    ):
+    )
+    lines = []
+    for done in outcomes:
         if done.action == "nothing":
-            line = f"no open issue labelled {args.label} of ours: nothing to close"
+            lines.append(f"no open issue labelled {args.label} of ours: nothing to close")
         else:
             url = f": {done.url}" if done.url else ""
-            line = f"{done.action} issue #{done.id}{url}"
+            lines.append(f"{done.action} issue #{done.id}{url}")
+    issues = [_outcome(done) for done in outcomes]
+    if args.format == "json":
+        return _say(args, out, {**head, "state": args.state, "issues": issues}, "")
+    for line in lines:
         print(safetext.plain_line(line), file=out)
     return 0
 
@@ -149,6 +192,10 @@ token never is)."""
 
 
 def _platform_arg(parser: argparse.ArgumentParser) -> None:
+    contract.add_dry_run(
+        parser, help="check the settings and the body; contact nothing, post nothing"
+    )
+    contract.add_format(parser, "text", "json", help=contract.TEXT_OR_JSON)
     parser.add_argument(
         "--platform",
         choices=("github", "gitlab"),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.cli.files import _date
 from campaignops.core import layout, safetext
 from campaignops.core.errors import UsageError
@@ -56,7 +58,7 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             commits=(base, head),
         )
     if args.format == "json":
-        print(review_render.to_json(result), file=out)
+        contract.emit(out, args.command_name, json.loads(review_render.to_json(result)))
     else:
         print(review_render.markdown(result), file=out, end="")
     return 1 if result.introduced else 0
@@ -80,9 +82,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rev.add_argument(
         "--base", required=True, metavar="REF", help="the branch or commit to compare with"
     )
-    rev.add_argument(
-        "--format",
-        choices=("markdown", "json"),
+    contract.add_format(
+        rev,
+        "markdown",
+        "json",
         default="markdown",
         help="markdown (default: the pull-request comment) or json (docs/formats.md)",
     )

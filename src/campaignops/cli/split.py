@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from campaignops.cli import contract
 from campaignops.core import atomic, layout, safetext
 from campaignops.core.errors import InputError, UsageError
 from campaignops.model import queuefile, queueparts, splitting
@@ -147,8 +147,14 @@ def _split(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     written = _write(parts, dry_run=args.dry_run)
     if args.format == "json":
-        doc = {"bound": _number(result.bound), "makespan": _number(result.makespan)}
-        print(json.dumps({**doc, "queues": queues}, indent=2, ensure_ascii=False), file=out)
+        doc = {
+            "bound": _number(result.bound),
+            "makespan": _number(result.makespan),
+            "queues": queues,
+            "dry_run": args.dry_run,
+            "written": written,
+        }
+        contract.emit(out, args.command_name, doc)
         return 0
     _text(args, out, cells=cells, costs=costs, result=result, queues=queues, written=written)
     return 0
@@ -239,10 +245,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--out-dir", metavar="DIR", help="where to write the parts (default: the queue's directory)"
     )
     cmd.add_argument("--dry-run", action="store_true", help="print the split, write nothing")
-    cmd.add_argument(
-        "--format",
-        choices=("text", "json"),
-        default="text",
+    contract.add_format(
+        cmd,
+        "text",
+        "json",
         help="text (default) or json: {bound, makespan, queues: [{path, cost, lines}]}",
     )
     cmd.set_defaults(handler=_split)

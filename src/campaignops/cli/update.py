@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
+from campaignops.cli import contract
 from campaignops.cli.jobs import campaign_root
 from campaignops.cli.live import Live
 from campaignops.core import safetext
@@ -18,6 +19,21 @@ def _update(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     step = lambda text: live.show([f"campaign update: {text} …"])  # noqa: E731
     done = update.run(root, to=args.to, dry_run=args.dry_run, step=step)
     live.show([])
+    if args.format == "json":
+        doc = {
+            "dry_run": done.dry_run,
+            "old": done.old,
+            "new": done.new,
+            "source": done.source,
+            "changed": [{"code": code, "path": rel} for code, rel in done.changed],
+            "rendered": list(done.rendered),
+            "render_problem": done.render_problem,
+            "conflicts": [{"path": rel, "line": line} for rel, line in done.conflicts],
+            "rejects": list(done.rejects),
+            "clean": done.clean,
+        }
+        contract.emit(out, args.command_name, doc)
+        return 0 if done.clean else 1
     would = "would update" if done.dry_run else "updated"
     if done.old == done.new and not done.changed:
         print(f"Already at template {done.old} ({done.source}): nothing to update.", file=out)
@@ -81,4 +97,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="update a scratch clone instead and report what would change and conflict",
     )
+    contract.add_format(upd, "text", "json", help=contract.TEXT_OR_JSON)
     upd.set_defaults(handler=_update)

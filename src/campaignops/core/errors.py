@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class CampaignError(Exception):
     """Base class. ``exit_code`` is what the CLI returns for this error."""
@@ -15,6 +17,10 @@ class CampaignError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+    def details(self) -> Mapping[str, object]:
+        """Fields a program can act on beyond message and hint (the JSON error document's)."""
+        return {}
 
 
 class UsageError(CampaignError):

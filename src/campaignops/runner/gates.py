@@ -43,6 +43,9 @@ class GateRefused(CampaignError):
         super().__init__(message=f"{verdict.gate}: {verdict.reason}", hint=verdict.hint)
         self.verdict = verdict
 
+    def details(self) -> Mapping[str, object]:
+        return {"gate": self.verdict.gate, "reason": self.verdict.reason}
+
 
 def _names(page: Mapping[str, Any]) -> list[str]:
     out: list[str] = []

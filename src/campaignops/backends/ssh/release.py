@@ -143,9 +143,16 @@ Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 def release(
-    root: Path, *, instance: str, yes: bool, now: dt.datetime, run: Runner = subprocess.run
+    root: Path,
+    *,
+    instance: str,
+    yes: bool,
+    now: dt.datetime,
+    run: Runner = subprocess.run,
+    dry_run: bool = False,
 ) -> Release:
-    """The teardown rule for one instance; Refused while any of its cells is not verified."""
+    """The teardown rule for one instance; Refused while any of its cells is not verified.
+    ``dry_run``: the same verdict and command, nothing run and nothing recorded."""
     jobs = _jobs(root)
     backend, box = _instance(root, jobs, instance)
     lines, count = blocking(jobs, instance)
@@ -168,19 +175,9 @@ def release(
                 else ""
             ),
         )
-    exit_code: int | None = None
-    ran = False
-    if yes and box.release:
-        try:
-            done = run(
-                shlex.split(box.release), capture_output=True, text=True, timeout=RELEASE_TIMEOUT_S
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CampaignError(
-                message=f"instance {instance}: {box.release!r} did not run: {exc}",
-                hint="run the provider's command by hand; nothing was recorded",
-            ) from None
-        ran, exit_code = True, done.returncode
+    if dry_run:
+        return Release(box, backend, count, box.release, False, None)
+    ran, exit_code = _run_release(instance, box.release, run) if yes else (False, None)
     records = [
         ledger_writer.release_record(
             ledger_id=s.ledger_id,
@@ -196,3 +193,17 @@ def release(
     ]
     ledger_writer.append(root, records)
     return Release(box, backend, count, box.release, ran, exit_code)
+
+
+def _run_release(instance: str, command: str | None, run: Runner) -> tuple[bool, int | None]:
+    """Run the page's release command (none: nothing ran): whether it ran, its exit code."""
+    if not command:
+        return False, None
+    try:
+        done = run(shlex.split(command), capture_output=True, text=True, timeout=RELEASE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CampaignError(
+            message=f"instance {instance}: {command!r} did not run: {exc}",
+            hint="run the provider's command by hand; nothing was recorded",
+        ) from None
+    return True, done.returncode
