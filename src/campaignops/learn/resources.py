@@ -8,7 +8,7 @@ request (memory is then held to the recorded ReqMem, time to nothing).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from campaignops.model import ledger, manifest
 from campaignops.runner.plan import resources_for
 
 
-def _phases(doc: Mapping[str, Any]) -> dict[str, str]:
+def phases_of(doc: Mapping[str, Any]) -> dict[str, str]:
     """Each target's phase, for a manifest with phases (others: none to look up)."""
     if not doc.get("phases"):
         return {}
@@ -33,6 +33,32 @@ def label(path: str, phase: str | None) -> str:
     return f"{path}#{phase}" if phase else path
 
 
+def select(
+    jobs: Iterable[ledger.Job],
+    reader: FileReader,
+    *,
+    stage: str | None = None,
+    manifest_path: str | None = None,
+) -> list[ledger.Job]:
+    """The jobs of a manifest (and a stage), as audit resources and campaign report take them.
+
+    UsageError when ``manifest_path`` is neither a file of the campaign nor named by a job.
+    """
+    found = [j for j in jobs if j.text("manifest")]
+    if manifest_path is not None:
+        if not reader.exists(manifest_path) and all(
+            j.text("manifest") != manifest_path for j in found
+        ):
+            raise UsageError(
+                message=f"no manifest {manifest_path} in the campaign or its ledger",
+                hint="pass a manifest path as campaign submit took it, e.g. manifests/x.yaml",
+            )
+        found = [j for j in found if j.text("manifest") == manifest_path]
+    if stage is not None:
+        found = [j for j in found if j.stage == stage]
+    return found
+
+
 def resources(
     *, root: Path, stage: str | None = None, manifest_path: str | None = None
 ) -> rightsizing.Audit:
@@ -40,19 +66,8 @@ def resources(
 
     UsageError when ``manifest_path`` is neither a file of the campaign nor named by a job.
     """
-    jobs = [j for j in ledger.read(root).jobs if j.text("manifest")]
     reader = FileReader(root)
-    if manifest_path is not None:
-        if not reader.exists(manifest_path) and all(
-            j.text("manifest") != manifest_path for j in jobs
-        ):
-            raise UsageError(
-                message=f"no manifest {manifest_path} in the campaign or its ledger",
-                hint="pass a manifest path as campaign submit took it, e.g. manifests/x.yaml",
-            )
-        jobs = [j for j in jobs if j.text("manifest") == manifest_path]
-    if stage is not None:
-        jobs = [j for j in jobs if j.stage == stage]
+    jobs = select(ledger.read(root).jobs, reader, stage=stage, manifest_path=manifest_path)
     docs: dict[str, Mapping[str, Any] | None] = {}
     phases: dict[str, dict[str, str]] = {}
     groups: dict[rightsizing.GroupKey, list[rightsizing.Sample]] = {}
@@ -60,8 +75,8 @@ def resources(
     for job in jobs:
         path, at = str(job.text("manifest")), job.stage or "?"
         if path not in docs:
-            docs[path] = _doc(reader, path)
-            phases[path] = _phases(docs[path] or {})
+            docs[path] = manifest_doc(reader, path)
+            phases[path] = phases_of(docs[path] or {})
         doc = docs[path]
         phase = next((phases[path][t] for t in job.targets if t in phases[path]), None)
         key = (label(path, phase), at)
@@ -79,7 +94,7 @@ def resources(
     return rightsizing.audit(groups, requests)
 
 
-def _doc(reader: FileReader, path: str) -> Mapping[str, Any] | None:
+def manifest_doc(reader: FileReader, path: str) -> Mapping[str, Any] | None:
     """The manifest, if it reads and is schema-valid (the resolution assumes a valid one)."""
     loaded = reader.read_yaml(path)
     if loaded is None or loaded[1] is not None or not isinstance(loaded[0], Mapping):
