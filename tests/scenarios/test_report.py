@@ -112,9 +112,7 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
     ]
     assert len(group["attempts"]) == 5 and group["tasks"] == 4
     # Started, finished and wall-clock are the ledger's first submission and last end.
-    ends = [
-        t.ended for j in (first, retry) for x in j.targets if (t := j.task(x)) and t.ended
-    ]
+    ends = [t.ended for j in (first, retry) for x in j.targets if (t := j.task(x)) and t.ended]
     assert group["finished"] is not None and group["finished"][:19] == max(ends)[:19]
     assert group["wall_clock_s"] is not None and group["wall_clock_s"] > 0
     assert group["cost"] == []  # the local backend's page has no charging model
@@ -129,7 +127,9 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
     assert "**Tasks**: 1 completed, 1 OOM-retried then completed, 1 failed, 1 stuck" in report
     assert "![Per task: queue wait and run time" in report and "(mixed-smoke.svg)" in report
     picture = (camp / "reports/mixed-smoke.svg").read_text(encoding="utf-8")
-    assert picture.startswith("<svg ") and picture.count("✕") == 4  # the legend and three failed attempts
+    assert (
+        picture.startswith("<svg ") and picture.count("✕") == 4
+    )  # the legend and three failed attempts
     assert "- [mixed-smoke](reports/mixed-smoke.md)" in (camp / "STATUS.md").read_text()
     # Written once more from the same ledger: the same bytes; the views stay in sync.
     assert life.run("report", "--write").code == 0

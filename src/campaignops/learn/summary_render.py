@@ -171,7 +171,7 @@ def markdown(summary: Summary, *, title: str, picture: str | None = None) -> str
         f"- **Total wall-clock**: {duration(wall)}",
         f"- **Tasks**: {counts_line(summary.groups)}",
         "",
-        "## Stages",
+        "## Per manifest and stage",
         "",
         groups_table(summary),
     ]

@@ -23,9 +23,12 @@ RIGHT = 20
 ROW_H = 18
 BAR_H = 12
 COST_H = 90
-TICKS = 5
+TICKS = 6  # at most this many steps along the time axis, each a round duration
+_MINUTES = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 43200)
+STEPS = (1, 2, 5, 10, 15, 30, *(60 * m for m in _MINUTES), 86400 * 90, 86400 * 365)
 COLOURS = {"queue": "#c9d3e3", "run": "#3f7fc7", "failed": "#c8423b", "live": "#9aa3ad"}
-FONT = 'font-family="sans-serif" font-size="11"'
+FAMILY = 'font-family="sans-serif"'
+FONT = f'{FAMILY} font-size="11"'
 
 
 def _f(x: float) -> str:
@@ -85,9 +88,10 @@ def _bar(x0: float, x1: float, y: float, colour: str) -> str:
 
 def _axis(y: float, scale: _Scale) -> list[str]:
     out = [f'<line x1="{LABEL_W}" y1="{_f(y)}" x2="{WIDTH - RIGHT}" y2="{_f(y)}" stroke="#555"/>']
-    for n in range(TICKS + 1):
-        seconds = scale.span * n / TICKS
-        x = LABEL_W + scale.width * n / TICKS
+    step = next((s for s in STEPS if scale.span / s <= TICKS), STEPS[-1])
+    for n in range(int(scale.span // step) + 1):
+        seconds = n * step
+        x = LABEL_W + scale.width * seconds / scale.span
         out.append(
             f'<text x="{_f(x)}" y="{_f(y + 13)}" text-anchor="middle" {FONT}>'
             f"{escape(duration(seconds))}</text>"
@@ -95,13 +99,12 @@ def _axis(y: float, scale: _Scale) -> list[str]:
     return out
 
 
-def _cost(group: Group, y: float, scale: _Scale) -> list[str]:
-    """The cost line: what finished attempts used, summed at each end (one unit: the first)."""
+def _cost(group: Group, y: float, scale: _Scale) -> tuple[list[str], float]:
+    """The cost line: what finished attempts used, summed at each end (one unit: the first);
+    returns the parts and their height."""
     if not group.costs:
-        return [
-            f'<text x="{LABEL_W}" y="{_f(y + 14)}" {FONT}>cost: not charged '
-            "(no charging model on the backend's page)</text>"
-        ]
+        text = "cost: not charged (no charging model on the backend's page)"
+        return [f'<text x="{LABEL_W}" y="{_f(y + 14)}" {FONT}>{escape(text)}</text>'], 24.0
     unit = group.costs[0].unit
     ends = sorted((a.ended, a.cost) for a in group.attempts if a.ended and a.cost is not None)
     total = sum(c for _, c in ends)
@@ -116,7 +119,7 @@ def _cost(group: Group, y: float, scale: _Scale) -> list[str]:
         points.append((_f(x), _f(bottom - (spent / total * height if total else 0))))
     points.append((_f(WIDTH - RIGHT), points[-1][1]))
     path = " ".join(f"{x},{y_}" for x, y_ in points)
-    return [
+    parts = [
         f'<text x="{LABEL_W - 6}" y="{_f(top + 8)}" text-anchor="end" {FONT}>'
         f"{escape(amount(total, unit))}</text>",
         f'<text x="{LABEL_W - 6}" y="{_f(bottom)}" text-anchor="end" {FONT}>cost over time</text>',
@@ -124,6 +127,7 @@ def _cost(group: Group, y: float, scale: _Scale) -> list[str]:
         f'<line x1="{LABEL_W}" y1="{_f(bottom)}" x2="{WIDTH - RIGHT}" y2="{_f(bottom)}" '
         'stroke="#555"/>',
     ]
+    return parts, float(COST_H)
 
 
 def _panel(group: Group, y: float) -> tuple[list[str], float]:
@@ -144,8 +148,8 @@ def _panel(group: Group, y: float) -> tuple[list[str], float]:
         y += ROW_H
     out += _axis(y + 2, scale)
     y += 22
-    out += _cost(group, y, scale)
-    return out, y + COST_H + 10
+    cost, height = _cost(group, y, scale)
+    return out + cost, y + height + 10
 
 
 def _legend(y: float) -> list[str]:
@@ -160,7 +164,9 @@ def _legend(y: float) -> list[str]:
 
 def svg(groups: Sequence[Group], *, title: str) -> str:
     """The picture of ``groups``, stacked, as one SVG document (ends with a newline)."""
-    parts = [f'<text x="8" y="18" {FONT} font-size="14" font-weight="bold">{escape(title)}</text>']
+    parts = [
+        f'<text x="8" y="18" {FAMILY} font-size="14" font-weight="bold">{escape(title)}</text>'
+    ]
     parts += _legend(28)
     y = 48.0
     for group in groups:
