@@ -1,5 +1,5 @@
-"""`campaign audit`: the scheduled audit (stamps and standing checks), and `audit resources`,
-the report that learns from finished jobs."""
+"""`campaign audit`: the scheduled audit, `audit resources` (right-sizing, efficiency) and
+`campaign report` (the campaign's summary): the reports that learn from finished jobs."""
 
 from __future__ import annotations
 
@@ -36,9 +36,12 @@ def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not report.stages:
         print("no finished task in the ledger matches: nothing to audit", file=out)
         return 0
-    for line in aligned(render.stages_table(report)):
-        print(line, file=out)
-    print("", file=out)
+    tables = [render.stages_table(report)]
+    tables += [render.efficiency_table(report)] if report.efficiency else []
+    for table in tables:
+        for line in aligned(table):
+            print(line, file=out)
+        print("", file=out)
     if not report.recommendations:
         print("no change recommended: every request fits what its tasks used", file=out)
         return 0

@@ -9,13 +9,14 @@ request (memory is then held to the recorded ReqMem, time to nothing).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from campaignops.core import schema
 from campaignops.core.errors import UsageError
 from campaignops.core.files import FileReader
-from campaignops.learn import rightsizing
+from campaignops.learn import efficiency, rightsizing
 from campaignops.model import ledger, manifest
 from campaignops.runner.plan import resources_for
 
@@ -71,6 +72,7 @@ def resources(
     docs: dict[str, Mapping[str, Any] | None] = {}
     phases: dict[str, dict[str, str]] = {}
     groups: dict[rightsizing.GroupKey, list[rightsizing.Sample]] = {}
+    used: dict[rightsizing.GroupKey, list[efficiency.Usage]] = {}
     requests: dict[rightsizing.GroupKey, rightsizing.Request] = {}
     for job in jobs:
         path, at = str(job.text("manifest")), job.stage or "?"
@@ -81,6 +83,7 @@ def resources(
         phase = next((phases[path][t] for t in job.targets if t in phases[path]), None)
         key = (label(path, phase), at)
         found = rightsizing.samples(job)
+        used.setdefault(key, []).extend(efficiency.usages(job))
         if not found:
             continue
         groups.setdefault(key, []).extend(found)
@@ -91,7 +94,9 @@ def resources(
                 time=asked.time if asked else None,
                 cpus=asked.cpus if asked else None,
             )
-    return rightsizing.audit(groups, requests)
+    audit = rightsizing.audit(groups, requests)
+    order = [(s.manifest, s.stage) for s in audit.stages]
+    return replace(audit, efficiency=efficiency.all_of({k: used[k] for k in order}))
 
 
 def manifest_doc(reader: FileReader, path: str) -> Mapping[str, Any] | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from campaignops.core.units import KIB, show_size
+from campaignops.learn.efficiency import Efficiency
 from campaignops.model import walltime
 from campaignops.model.ledger import Job, Task, parse_time
 from campaignops.model.states import FINISHED, STATE_CATEGORIES
@@ -198,6 +199,7 @@ class StageReport:
 class Audit:
     recommendations: tuple[Recommendation, ...] = ()
     stages: tuple[StageReport, ...] = field(default_factory=tuple)
+    efficiency: tuple[Efficiency, ...] = ()  # learn/efficiency.py's, per group
 
 
 def _share(part: float, whole: float) -> str:
