@@ -117,6 +117,8 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
     assert group["wall_clock_s"] is not None and group["wall_clock_s"] > 0
     assert group["cost"] == []  # the local backend's page has no charging model
 
+    unknown = life.run("report", "--manifest", "manifests/nope.yaml")
+    assert unknown.code == 2 and "no manifest manifests/nope.yaml" in unknown.err
     text = life.run("report")
     assert text.code == 0 and "1 completed, 1 OOM-retried then completed" in text.out
     assert "failed_other" in text.out and "oom-gpu (cuda-oom)" in text.out

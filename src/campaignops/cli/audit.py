@@ -222,7 +222,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="memory and time used against requested, per manifest and stage, with recommendations",
         description="Per manifest (and phase) and stage, from the ledger's finished tasks: "
         "queue wait and run time (median and max), peak MaxRSS against the memory request, "
-        "failures by category, and a recommended mem and time where the figures support one "
+        "failures by category, and a recommended mem and time where the figures support one; "
+        "then CPU efficiency (TotalCPU over run time × AllocCPUS), GPU-hours, tasks per hour, "
+        "failure rate and an array %C suggestion where the accounting has the fields "
         "(rules and sources: docs/runner.md, Right-sizing). Run campaign status --refresh first.",
         epilog="exit codes: 0 a report (with or without recommendations), 2 not in a campaign, "
         "or a --manifest the campaign and its ledger do not know.",

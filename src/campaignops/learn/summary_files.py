@@ -14,6 +14,7 @@ from campaignops.core.errors import InputError
 from campaignops.learn import summary_render, summary_svg
 from campaignops.learn.summary import Summary
 from campaignops.views import render as views
+from campaignops.views.render import cell
 from campaignops.views.reports import REPORTS_DIR
 
 STATUS = "STATUS.md"
@@ -61,7 +62,8 @@ def write(*, root: Path, summary: Summary) -> list[str]:
         part = Summary(
             groups=tuple(g for g in summary.groups if (g.manifest, g.stage) == (manifest, stage))
         )
-        title = f"Campaign report: {manifest}, {stage}"
+        # A manifest's path is the user's: one line, no pipe or markup of its own.
+        title = f"Campaign report: {cell(manifest)}, {stage}"
         md = summary_render.markdown(part, title=title, picture=f"{name}.svg")
         picture = summary_svg.svg(part.groups, title=title)
         for rel, text in ((f"{name}.md", md + "\n"), (f"{name}.svg", picture)):

@@ -9,6 +9,7 @@ aligns for a terminal and ``--write`` keeps as ``reports/<manifest>-<stage>.md``
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from campaignops.backends.charging import amount
@@ -97,7 +98,7 @@ def _cost(g: Group) -> str:
     return ", ".join(amount(c.used, c.unit) for c in g.costs) or "not charged"
 
 
-def counts_line(groups: list[Group] | tuple[Group, ...]) -> str:
+def counts_line(groups: Sequence[Group]) -> str:
     """``3 completed, 1 OOM-retried then completed, 0 stuck`` and the rest that occur."""
     parts = []
     for name in COUNTED:
