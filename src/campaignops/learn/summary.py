@@ -157,13 +157,13 @@ def _attempt(job: Job, target: str, n: int, cost: float | None) -> Attempt:
 
 
 def _stuck(
-    job: Job, target: str, everything: Sequence[Job], policy: retry.Policy | None
+    job: Job, target: str, runs: Mapping[str, Sequence[Job]], policy: retry.Policy | None
 ) -> str | None:
     """Why a failed target needs a person, or None (a retry or a fix may still do)."""
     task = job.task(target)
     if task is None:
         return None
-    tripped = gates.tripped_run(target, everything, job.target_fingerprint(target))
+    tripped = gates.tripped_run(target, runs.get(target, ()), job.target_fingerprint(target))
     if tripped is not None:
         return f"breaker: {tripped[0]}, {gates.BREAKER_RUN} times in a row"
     spent = policy is not None and retry.attempt_of(job) >= policy.max_attempts
@@ -175,7 +175,9 @@ def _stuck(
 
 
 def _outcome(
-    chain: Sequence[tuple[Job, Attempt]], everything: Sequence[Job], policy: retry.Policy | None
+    chain: Sequence[tuple[Job, Attempt]],
+    runs: Mapping[str, Sequence[Job]],
+    policy: retry.Policy | None,
 ) -> Outcome:
     job, last = chain[-1]
     task = job.task(last.target)
@@ -187,7 +189,7 @@ def _outcome(
         return replace(base, outcome="oom-retried" if oom else "completed")
     if task.state == "CANCELLED":
         return replace(base, outcome="cancelled")
-    why = _stuck(job, last.target, everything, policy)
+    why = _stuck(job, last.target, runs, policy)
     return replace(base, outcome="failed" if why is None else "stuck", stuck=why)
 
 
@@ -208,6 +210,11 @@ def summarize(
 ) -> Summary:
     """The summary of ``jobs`` (those of a manifest and a stage, or all); ``everything`` is the
     whole ledger in submission order (the breaker counts a target's attempts at any stage)."""
+    # Each target's jobs at any stage, in submission order: the breaker's count, read once.
+    runs: dict[str, list[Job]] = {}
+    for job in everything:
+        for target in dict.fromkeys(job.targets):
+            runs.setdefault(target, []).append(job)
     chains: dict[GroupKey, dict[str, list[tuple[Job, Attempt]]]] = {}
     costs: dict[GroupKey, dict[str, list[float]]] = {}
     for job in sorted(jobs, key=Job.sort_key):
@@ -229,9 +236,7 @@ def summarize(
             manifest=key[0],
             phase=key[1],
             stage=key[2],
-            targets=tuple(
-                _outcome(chain, everything, policy_of(key[0])) for chain in by_target.values()
-            ),
+            targets=tuple(_outcome(chain, runs, policy_of(key[0])) for chain in by_target.values()),
             attempts=tuple(a for chain in by_target.values() for _, a in chain),
             costs=tuple(Cost(u, c[0], c[1]) for u, c in sorted(costs.get(key, {}).items())),
         )
