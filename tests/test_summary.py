@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
 import jsonschema
 
-from campaignops.learn import summary_render, summary_svg
+from campaignops.learn import summary_files, summary_render, summary_svg
 from campaignops.learn.summary import Summary, summarize
 from campaignops.model import ledger
 from campaignops.runner import retry
@@ -124,3 +125,20 @@ def test_the_json_validates_and_the_picture_is_the_same_bytes_each_time() -> Non
     ElementTree.fromstring(first)  # well-formed: a repeated attribute is not
     assert "T &lt;&amp;&gt;" in first and first.count("✕") == 2  # legend, the failed attempt
     assert "0.03 USD" in first  # the cost line's total: 1 USD/h for 2 minutes
+
+
+def test_write_adds_the_reports_section_once_and_links_each_report(tmp_path: Path) -> None:
+    (tmp_path / "STATUS.md").write_text("# Status\n\nMine.\n", encoding="utf-8")
+    found = _summary(_job(0, "a", "COMPLETED"), _job(1, "b", "FAILED", **CRASH))
+    written = summary_files.write(root=tmp_path, summary=found)
+    assert written == ["reports/t-smoke.md", "reports/t-smoke.svg"]
+    status = (tmp_path / "STATUS.md").read_text(encoding="utf-8")
+    assert status.startswith("# Status\n\nMine.\n\n## Reports\n")
+    assert "\n- [t-smoke](reports/t-smoke.md)\n" in status
+    report = (tmp_path / "reports/t-smoke.md").read_text(encoding="utf-8")
+    assert report.startswith("# Campaign report: manifests/t.yaml, smoke\n")
+    assert "**Tasks**: 1 completed, 1 failed, 0 stuck" in report
+    summary_files.write(root=tmp_path, summary=found)
+    assert (tmp_path / "STATUS.md").read_text(encoding="utf-8") == status  # once
+    assert summary_files.stem("manifests/a/b.yaml", "single") == "a-b-single"
+    assert summary_files.stem("other/x.yaml", "smoke") == "other-x-smoke"
