@@ -166,6 +166,19 @@ def test_cli_formats_and_exit_codes(campaign: Path, run) -> None:  # type: ignor
                 "failures": {},
             }
         ],
+        # No CPU time, no GPUs, no ends recorded: only the failure rate is known.
+        "efficiency": [
+            {
+                "manifest": "manifests/pipe.yaml#train",
+                "stage": "production",
+                "cpu_efficiency": None,
+                "cpu_tasks": 0,
+                "gpu_hours": None,
+                "throughput_per_hour": None,
+                "failure_rate": 0.0,
+                "concurrency": None,
+            }
+        ],
     }
     text = run("audit", "resources", "--stage", "production")
     assert text.code == 0
@@ -174,6 +187,11 @@ def test_cli_formats_and_exit_codes(campaign: Path, run) -> None:  # type: ignor
         "Run time (median / max)  Time limit  Peak RSS / mem  Failures\n"
         "manifests/pipe.yaml#train  production  3      5s / 5s                    "
         "1m 01s / 1m 02s          10:00:00    3G / 16G        —\n"
+        "\n"
+        "Manifest                   Stage       CPU efficiency (tasks)  GPU-hours  "
+        "Tasks per hour  Failure rate  Array concurrency\n"
+        "manifests/pipe.yaml#train  production  —                       —          "
+        "—               0 %           —\n"
         "\n"
         "Manifest                   Stage       Resource  Change               Evidence\n"
         "manifests/pipe.yaml#train  production  mem       16G → 5G             "

@@ -77,7 +77,21 @@ def test_audit_recommends_a_smaller_mem_for_tasks_that_used_a_tenth(
     )
     assert waits["max"] == starts[-1] and waits["median"] == starts[1]
 
+    # The cluster-optimise figures from sacct's TotalCPU and AllocCPUS, recorded per task: the
+    # tasks mostly slept on their one CPU; all three completed between the first start and the
+    # last end.
+    usage = [(t.alloc_cpus, t.cpu_time_s) for x in job.targets if (t := job.task(x))]
+    assert all(cpus == 1 and used is not None and used < 6 for cpus, used in usage), usage
+    (found,) = report["efficiency"]
+    assert found["cpu_tasks"] == 3 and 0 <= found["cpu_efficiency"] < 0.5, found
+    assert found["failure_rate"] == 0.0 and found["gpu_hours"] is None
+    begun = [ledger.parse_time(t.started) for t in tasks if t is not None]
+    ended = [ledger.parse_time(t.ended) for t in tasks if t is not None]
+    span = (max(e for e in ended if e) - min(b for b in begun if b)).total_seconds()
+    assert found["throughput_per_hour"] == round(3 / (span / 3600), 1)
+
     text = life.run("audit", "resources")
     assert text.code == 0
+    assert "(low: ask for fewer CPUs)" in text.out
     assert re.search(r"manifests/hold\.yaml\s+smoke\s+mem\s+512M → 128M\s+max RSS", text.out)
     assert "Queue wait (median / max)" in text.out and "Run time (median / max)" in text.out

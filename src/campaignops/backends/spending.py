@@ -125,17 +125,28 @@ def spent(
             continue
         if job.error and not job.job_id:
             continue
-        charge = recorded_charge(job)
-        if charge is None:
+        costs = task_costs(job, now=now)
+        if costs is None:
             uncounted += backend is not None
             continue
-        if charge.unit != unit:
+        if costs[0] != unit:
             continue
-        for task in _each_task(job):
-            u, r = _task_hours(task, charge.time_s, now)
-            used += u * charge.rate
-            reserved += r * charge.rate
+        for u, r in costs[1]:
+            used += u
+            reserved += r
     return Spent(unit=unit, used=used, reserved=reserved, uncounted=uncounted)
+
+
+def task_costs(
+    job: Job, *, now: dt.datetime | None = None
+) -> tuple[str, tuple[tuple[float, float], ...]] | None:
+    """The unit of ``job``'s recorded charge and each array task's (used, reserved) in it, in
+    ``targets`` order, at the price of its submission day; None: the job carries no charge."""
+    charge = recorded_charge(job)
+    if charge is None:
+        return None
+    hours = (_task_hours(task, charge.time_s, now) for task in _each_task(job))
+    return charge.unit, tuple((u * charge.rate, r * charge.rate) for u, r in hours)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""`campaign audit`: the scheduled audit (stamps and standing checks), and `audit resources`,
-the report that learns from finished jobs."""
+"""`campaign audit`: the scheduled audit, `audit resources` (right-sizing, efficiency) and
+`campaign report` (the campaign's summary): the reports that learn from finished jobs."""
 
 from __future__ import annotations
 
@@ -36,15 +36,93 @@ def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not report.stages:
         print("no finished task in the ledger matches: nothing to audit", file=out)
         return 0
-    for line in aligned(render.stages_table(report)):
-        print(line, file=out)
-    print("", file=out)
+    tables = [render.stages_table(report)]
+    tables += [render.efficiency_table(report)] if report.efficiency else []
+    for table in tables:
+        for line in aligned(table):
+            print(line, file=out)
+        print("", file=out)
     if not report.recommendations:
         print("no change recommended: every request fits what its tasks used", file=out)
         return 0
     for line in aligned(render.recommendations_table(report)):
         print(line, file=out)
     return 0
+
+
+def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from campaignops.cli.jobs import campaign_root
+    from campaignops.learn import summary, summary_files, summary_render
+
+    root = campaign_root()
+    manifest = None
+    if args.manifest is not None:
+        manifest = layout.root_relative(
+            args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
+        )
+    found = summary.report(root=root, stage=args.stage, manifest_path=manifest)
+    if args.write:
+        for rel in summary_files.write(root=root, summary=found):
+            print(f"wrote {safetext.plain_line(rel)}", file=err)
+    if args.format == "json":
+        contract.emit(out, "report", summary_render.to_json(found))
+    elif args.format == "markdown":
+        print(summary_render.markdown(found, title="Campaign report"), file=out)
+    elif not found.groups:
+        print("no submitted task in the ledger matches: nothing to report", file=out)
+    else:
+        print(f"tasks: {summary_render.counts_line(found.groups)}", file=out)
+        for table in (summary_render.groups_table(found), summary_render.problems_table(found)):
+            if table:
+                print("", file=out)
+                for line in aligned(table):
+                    print(line, file=out)
+    return 0
+
+
+REPORT_DESCRIPTION = """The experiment-queue's summary, from the ledger alone: per manifest (and phase) and stage,
+each target's outcome at its latest attempt: completed, OOM-retried then completed, failed
+(with the diagnosis status --refresh recorded), stuck (needs a person: the breaker would
+refuse it again, its oom_retry attempts are spent, or nothing explains the failure), cancelled,
+running; when it was submitted, started and finished, the wall-clock, queue wait, run time
+and cost. --write keeps it as reports/<manifest>-<stage>.md with a picture beside it
+(reports/<manifest>-<stage>.svg: per task queue wait and run time, failures marked, and the
+cost over time) and links it from STATUS.md. Run campaign status --refresh first."""
+
+
+def _register_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rep = sub.add_parser(
+        "report",
+        help="the campaign's summary per manifest and stage: completed, OOM-retried, failed, "
+        "stuck, times and cost",
+        description=REPORT_DESCRIPTION,
+        epilog="exit codes: 0 a report (whatever its tasks did), 2 not in a campaign, a "
+        "--manifest the campaign and its ledger do not know, or a report that cannot be written.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rep.add_argument(
+        "--manifest", metavar="M", help="only this manifest, e.g. manifests/train.yaml"
+    )
+    rep.add_argument(
+        "--stage",
+        choices=("smoke", "single", "production"),
+        help="only this stage (default: every stage)",
+    )
+    contract.add_format(
+        rep,
+        "text",
+        "markdown",
+        "json",
+        help="text (default, aligned columns), markdown, json (campaignops/report/v1, "
+        "docs/json.md)",
+    )
+    rep.add_argument(
+        "--write",
+        action="store_true",
+        help="also write reports/<manifest>-<stage>.md and .svg, and link them from STATUS.md "
+        "(commit them yourself)",
+    )
+    rep.set_defaults(handler=_report)
 
 
 def _days(value: str) -> int:
@@ -148,7 +226,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="memory and time used against requested, per manifest and stage, with recommendations",
         description="Per manifest (and phase) and stage, from the ledger's finished tasks: "
         "queue wait and run time (median and max), peak MaxRSS against the memory request, "
-        "failures by category, and a recommended mem and time where the figures support one "
+        "failures by category, and a recommended mem and time where the figures support one; "
+        "then CPU efficiency (TotalCPU over run time × AllocCPUS), GPU-hours, tasks per hour, "
+        "failure rate and an array %C suggestion where the accounting has the fields "
         "(rules and sources: docs/runner.md, Right-sizing). Run campaign status --refresh first.",
         epilog="exit codes: 0 a report (with or without recommendations), 2 not in a campaign, "
         "or a --manifest the campaign and its ledger do not know.",
@@ -169,3 +249,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="text (default, aligned columns), json (docs/formats.md), markdown (a PR comment)",
     )
     res.set_defaults(handler=_resources)
+    _register_report(sub)

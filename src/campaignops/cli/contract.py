@@ -38,6 +38,7 @@ EFFECTS: Mapping[str, str] = {
     "split": "repository",
     "diagnose": "reads",
     "advise": "reads",
+    "report": "repository",  # --write writes reports/ and STATUS.md's link
     "lesson-add": "repository",
     "audit": "reads",
     "audit-resources": "reads",

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from campaignops.core.units import KIB, show_size
+from campaignops.learn.efficiency import Efficiency
 from campaignops.model import walltime
-from campaignops.model.ledger import Job, parse_time
+from campaignops.model.ledger import Job, Task, parse_time
 from campaignops.model.states import FINISHED, STATE_CATEGORIES
 
 MIN_TASKS = 3
@@ -109,24 +110,27 @@ class Sample:
     req_mem: str | None = None
 
 
+def queue_wait(job: Job, task: Task) -> float | None:
+    """Seconds ``task`` waited: its start less the job's submission (an array's later tasks
+    waited longer), else the job's own queue wait."""
+    submitted, started = parse_time(job.text("submitted")), parse_time(task.started)
+    if started is not None and submitted is not None and started >= submitted:
+        return (started - submitted).total_seconds()
+    return job.queue_wait()
+
+
 def samples(job: Job) -> list[Sample]:
     """Every finished task of ``job``, each target once (a repeated target is one task).
 
     Queue wait is the task's start less the job's submission (an array's later tasks waited
     longer), else the job's own queue wait.
     """
-    submitted = parse_time(job.text("submitted"))
     out: list[Sample] = []
     for target in dict.fromkeys(job.targets):
         task = job.task(target)
         if task is None or task.state not in FINISHED:
             continue
-        started = parse_time(task.started)
-        wait = (
-            (started - submitted).total_seconds()
-            if started is not None and submitted is not None and started >= submitted
-            else job.queue_wait()
-        )
+        wait = queue_wait(job, task)
         failure = None
         if not task.succeeded:
             # A failed task whose log matched no catalog entry counts under the category its
@@ -195,6 +199,7 @@ class StageReport:
 class Audit:
     recommendations: tuple[Recommendation, ...] = ()
     stages: tuple[StageReport, ...] = field(default_factory=tuple)
+    efficiency: tuple[Efficiency, ...] = ()  # learn/efficiency.py's, per group
 
 
 def _share(part: float, whole: float) -> str:

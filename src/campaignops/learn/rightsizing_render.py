@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from campaignops.core.units import show_size
+from campaignops.learn.efficiency import CPU_LOW, Efficiency, share
 from campaignops.learn.rightsizing import Audit, Recommendation, Spread, StageReport
 from campaignops.views.render import duration
 
@@ -44,7 +45,55 @@ def to_json(report: Audit) -> dict[str, Any]:
             }
             for s in report.stages
         ],
+        "efficiency": [_efficiency(e) for e in report.efficiency],
     }
+
+
+def _efficiency(e: Efficiency) -> dict[str, Any]:
+    c = e.concurrency
+    return {
+        "manifest": e.manifest,
+        "stage": e.stage,
+        "cpu_efficiency": e.cpu_efficiency,
+        "cpu_tasks": e.cpu_tasks,
+        "gpu_hours": e.gpu_hours,
+        "throughput_per_hour": e.throughput_per_hour,
+        "failure_rate": e.failure_rate,
+        "concurrency": None
+        if c is None
+        else {"cap": c.cap, "peak": c.peak, "suggested": c.suggested, "evidence": c.evidence},
+    }
+
+
+def _cpu(e: Efficiency) -> str:
+    if e.cpu_efficiency is None:
+        return NONE
+    low = " (low: ask for fewer CPUs)" if e.cpu_efficiency < CPU_LOW else ""
+    return f"{share(e.cpu_efficiency)} of {e.cpu_tasks}{low}"
+
+
+def _array(e: Efficiency) -> str:
+    c = e.concurrency
+    if c is None:
+        return NONE
+    now = f"%{c.cap}" if c.cap else "no %C"
+    change = f"{now} → %{c.suggested}" if c.suggested else f"{now} (keep)"
+    return f"{change}: {c.evidence}"
+
+
+def efficiency_table(report: Audit) -> str:
+    head = (
+        "| Manifest | Stage | CPU efficiency (tasks) | GPU-hours | Tasks per hour | Failure rate "
+        "| Array concurrency |\n| --- | --- | --- | --- | --- | --- | --- |"
+    )
+    rows = [
+        f"| {_cell(e.manifest)} | {e.stage} | {_cpu(e)} | "
+        f"{NONE if e.gpu_hours is None else f'{e.gpu_hours:g}'} | "
+        f"{NONE if e.throughput_per_hour is None else f'{e.throughput_per_hour:g}'} | "
+        f"{share(e.failure_rate)} | {_cell(_array(e))} |"
+        for e in report.efficiency
+    ]
+    return "\n".join([head, *rows])
 
 
 def _cell(text: str) -> str:
@@ -108,6 +157,7 @@ def markdown(report: Audit) -> str:
     return (
         "### Resource audit\n\n"
         + stages_table(report)
+        + ("\n\n#### Efficiency\n\n" + efficiency_table(report) if report.efficiency else "")
         + "\n\n#### Recommendations\n\n"
         + recs
         + "\n\nPeak RSS: the largest MaxRSS of a completed task. Rules: docs/runner.md, "

@@ -143,6 +143,9 @@ class JobState:
     elapsed_s: float | None = None
     max_rss: str | None = None
     req_mem: str | None = None
+    cpu_time_s: float | None = None  # CPU time used, all CPUs together (sacct TotalCPU)
+    alloc_cpus: int | None = None  # CPUs held (sacct AllocCPUS)
+    alloc_gpus: int | None = None  # GPUs held (sacct AllocTRES gres/gpu)
     timelimit: str | None = None
     reason: str | None = None  # why it ended so, when the backend or the runner knows it
     task: int | None = None

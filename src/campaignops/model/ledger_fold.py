@@ -160,6 +160,9 @@ class Task:
     run_time_s: float | None = None
     max_rss: str | None = None
     req_mem: str | None = None
+    cpu_time_s: float | None = None  # sacct TotalCPU: every CPU's time together
+    alloc_cpus: int | None = None
+    alloc_gpus: int | None = None
     # What ``campaign status --refresh`` diagnosed from the task's log and verdict (recorded as
     # ``"diagnosis": {"entry": id|null, "category": category|null}``): the catalog entry id and
     # its category; both None when nothing matched or the task was never diagnosed.
@@ -174,7 +177,7 @@ class Task:
             value = fields.get(key)
             return value if isinstance(value, str) else None
 
-        run = _number(fields.get("run_time_s"))
+        run, cpu = _number(fields.get("run_time_s")), _number(fields.get("cpu_time_s"))
         found = fields.get("diagnosis")
         diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         entry, category = diagnosis.get("entry"), diagnosis.get("category")
@@ -189,6 +192,9 @@ class Task:
             run_time_s=run if run is not None and run >= 0 else None,
             max_rss=text("max_rss"),
             req_mem=text("req_mem"),
+            cpu_time_s=cpu if cpu is not None and cpu >= 0 else None,
+            alloc_cpus=_int(fields.get("alloc_cpus")),
+            alloc_gpus=_int(fields.get("alloc_gpus")),
             entry=entry if isinstance(entry, str) else None,
             category=category if isinstance(category, str) else None,
             pulled=text("pulled"),

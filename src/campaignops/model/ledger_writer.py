@@ -154,8 +154,18 @@ def task_fields(
         "run_time_s": run_time,
         "max_rss": state.max_rss,
         "req_mem": state.req_mem,
+        **usage(state),
     }
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def usage(state: JobState) -> dict[str, Any]:
+    """What the accounting measured beyond memory (sacct: TotalCPU, AllocCPUS, AllocTRES)."""
+    return {
+        "cpu_time_s": state.cpu_time_s,
+        "alloc_cpus": state.alloc_cpus,
+        "alloc_gpus": state.alloc_gpus,
+    }
 
 
 def state_record(
@@ -187,6 +197,7 @@ def state_record(
         reason=state.reason,
         max_rss=state.max_rss,
         req_mem=state.req_mem,
+        **usage(state),
         tasks={str(i): dict(f) for i, f in sorted(tasks.items())} if tasks else None,
     )
 

@@ -265,6 +265,27 @@ def signature_of(job: Job, target: str | None = None) -> str:
     return job.text("signature") or f"{job.state}:{'-' if code is None else code}"
 
 
+def tripped_run(
+    target: str, ordered: Sequence[Job], fingerprint: str | None
+) -> tuple[str, tuple[Job, ...]] | None:
+    """The breaker's rule for one target: (the signature, the jobs) when its last BREAKER_RUN
+    finished attempts with ``fingerprint`` (None: any) all failed with one signature, else
+    None. ``ordered``: jobs in submission order. campaign report asks it too (a stuck target)."""
+    attempts = []
+    for job in ordered:
+        task = job.task(target)
+        if task is None or not task.finished or task.state == "CANCELLED":
+            continue
+        if fingerprint is not None and job.target_fingerprint(target) != fingerprint:
+            continue
+        attempts.append((job, task))
+    last = attempts[-BREAKER_RUN:]
+    sigs = {signature_of(j, target) for j, _ in last}
+    if len(last) == BREAKER_RUN and not any(t.succeeded for _, t in last) and len(sigs) == 1:
+        return sigs.pop(), tuple(j for j, _ in last)
+    return None
+
+
 def breaker(
     request: Request,
     *,
@@ -285,20 +306,10 @@ def breaker(
     tripped: list[str] = []
     advice: list[str] = []
     for target in request.targets:
-        current = (fingerprints or {}).get(target)
-        attempts = []
-        for job in ordered:
-            task = job.task(target)
-            if task is None or not task.finished or task.state == "CANCELLED":
-                continue
-            if current is not None and job.target_fingerprint(target) != current:
-                continue
-            attempts.append((job, task))
-        last = attempts[-BREAKER_RUN:]
-        sigs = {signature_of(j, target) for j, _ in last}
-        if len(last) == BREAKER_RUN and not any(t.succeeded for _, t in last) and len(sigs) == 1:
-            sig = sigs.pop()
-            ids = ", ".join(j.job_id or j.ledger_id for j, _ in last)
+        run = tripped_run(target, ordered, (fingerprints or {}).get(target))
+        if run is not None:
+            sig, last = run
+            ids = ", ".join(j.job_id or j.ledger_id for j in last)
             tripped.append(f"{target} ({sig}; jobs {ids})")
             fix = (fixes or {}).get(sig)
             if fix and f"{sig}: {fix}" not in advice:

@@ -22,6 +22,7 @@ from campaignops.model import backendpage, blocks
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
+from campaignops.views import reports
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
@@ -355,6 +356,7 @@ VIEWS: Mapping[str, View] = MappingProxyType(
         "budget": View(
             render_budget, f"{layout.POLICY_FILE}, backend pages, {layout.LEDGER_FILE}", "STATUS.md"
         ),
+        "reports": View(lambda src: reports.render(src.reader.root), "reports/", "STATUS.md"),
     }
 )
 

@@ -30,7 +30,7 @@ from campaignops.model.states import FINISHED
 from campaignops.model.states import worst as spec_worst
 
 # Comment last: it may hold "|".
-SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "Comment")  # fmt: skip
+SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Submit", "Start", "End", "Elapsed", "MaxRSS", "ReqMem", "Timelimit", "AllocCPUS", "TotalCPU", "AllocTRES", "Comment")  # fmt: skip
 # Array (or job) id, task index, state, reason, name, submit, start, limit, comment.
 SQUEUE_FORMAT = "%F|%K|%T|%r|%j|%V|%S|%l|%k"
 
@@ -91,6 +91,34 @@ def _seconds(text: str) -> float | None:
     return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 
+def _cpu_seconds(text: str) -> float | None:
+    """TotalCPU, ``[D-][HH:]MM:SS[.fff]`` → seconds (None: not measured)."""
+    whole, _, fraction = text.partition(".")
+    seconds = _seconds(whole)
+    if seconds is None or not re.fullmatch("[0-9]{0,6}", fraction):
+        return None
+    return seconds + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def _count(text: str) -> int | None:
+    return int(text) if re.fullmatch(NUMBER, text) else None
+
+
+def _gpus(tres: str) -> int | None:
+    """``billing=2,cpu=2,gres/gpu=1,mem=1G,node=1`` → 1; no gres/gpu → None (typed
+    ``gres/gpu:a100=1`` entries count when the untyped total is absent)."""
+    found: dict[str, int] = {}
+    for item in tres.split(","):
+        name, _, value = item.partition("=")
+        if name == "gres/gpu" or name.startswith("gres/gpu:"):
+            count = _count(value)
+            if count is not None:
+                found[name] = count
+    if "gres/gpu" in found:
+        return found["gres/gpu"]
+    return sum(found.values()) if found else None
+
+
 def _kib(text: str | None) -> float:
     match = re.fullmatch(r"([0-9]{1,30}(?:\.[0-9]{0,30})?)([KMGTP]?)", text or "")
     return float(match[1]) * _UNITS[match[2]] if match else -1.0
@@ -112,6 +140,7 @@ def _sacct_rows(stdout: str, zone: tzinfo | None) -> Tasks:
     """Allocation rows by array/job id and task; steps lend their MaxRSS."""
     rows: list[tuple[str, str | None, dict[str, str]]] = []
     rss: dict[tuple[str, str | None], str] = {}
+    cpu: dict[tuple[str, str | None], float] = {}
     for line in stdout.splitlines():
         if not line.strip():
             continue
@@ -122,8 +151,12 @@ def _sacct_rows(stdout: str, zone: tzinfo | None) -> Tasks:
         job, task, step = _row_id(f["JobID"])
         if step is None:
             rows.append((job, task, f))
-        elif _kib(f["MaxRSS"]) > _kib(rss.get((job, task))):
-            rss[(job, task)] = f["MaxRSS"]  # the largest step (.batch, .0, ...) of the task
+        else:
+            used = _cpu_seconds(f["TotalCPU"])
+            if used is not None:  # the steps' CPU time, should the allocation row have none
+                cpu[(job, task)] = cpu.get((job, task), 0.0) + used
+            if _kib(f["MaxRSS"]) > _kib(rss.get((job, task))):
+                rss[(job, task)] = f["MaxRSS"]  # the largest step (.batch, .0, ...) of the task
     tasks: Tasks = {}
     for job, task, f in rows:
         # A short job's row can come before slurmdbd has its start record (~5 s): named
@@ -144,6 +177,9 @@ def _sacct_rows(stdout: str, zone: tzinfo | None) -> Tasks:
             elapsed_s=_seconds(f["Elapsed"]),
             max_rss=rss.get((job, task)),
             req_mem=f["ReqMem"] or None,
+            cpu_time_s=(_cpu_seconds(f["TotalCPU"]) or cpu.get((job, task))) if done else None,
+            alloc_cpus=_count(f["AllocCPUS"]),
+            alloc_gpus=_gpus(f["AllocTRES"]),
             timelimit=f["Timelimit"],
         )
     return tasks
@@ -170,6 +206,8 @@ def fold(tasks: Mapping[int, JobState]) -> JobState:
         ended=max((s.ended for s in ordered if s.ended), default=None) if finished else None,
         elapsed_s=max((s.elapsed_s for s in ordered if s.elapsed_s is not None), default=None),
         max_rss=rss,  # the limits are per task: report the largest
+        # An array's CPU time is each task's own (``tasks``), never the first task's.
+        cpu_time_s=first.cpu_time_s if len(ordered) == 1 else None,
         tasks=MappingProxyType(
             {i: dataclasses.replace(tasks[i], task=i) for i in sorted(tasks) if i >= 0}
         ),

@@ -40,6 +40,7 @@ from campaignops.backends.ssh.answers import index_of
 from campaignops.backends.ssh.instances import of_page
 from campaignops.core.errors import CampaignError
 from campaignops.model.jobspec import JobSpec, JobState, live
+from campaignops.model.ledger import parse_time
 from campaignops.model.states import FINISHED, STATES
 
 NAME = "ssh"
@@ -128,15 +129,28 @@ def placement(stdout: str) -> list[dict[str, Any]] | None:
 def _task(job_id: str, index: int, raw: Mapping[str, Any]) -> JobState:
     state = raw.get("state")
     code = raw.get("exit_code")
+    started = raw.get("start") if isinstance(raw.get("start"), str) else None
+    ended = raw.get("end") if isinstance(raw.get("end"), str) else None
+    known = state if state in STATES else "UNKNOWN"
     return JobState(
         job_id=job_id,
         task=index,
-        state=state if state in STATES else "UNKNOWN",
+        state=known,
         exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-        started=raw.get("start") if isinstance(raw.get("start"), str) else None,
-        ended=raw.get("end") if isinstance(raw.get("end"), str) else None,
+        started=started,
+        ended=ended,
+        # The executor keeps no elapsed time: a finished task's run is its end less its start
+        # (its last attempt's, for one the executor retried), so audit resources can use it.
+        elapsed_s=_elapsed(started, ended) if known in FINISHED else None,
         reason=raw.get("reason") if isinstance(raw.get("reason"), str) else None,
     )
+
+
+def _elapsed(started: str | None, ended: str | None) -> float | None:
+    begin, end = parse_time(started), parse_time(ended)
+    if begin is None or end is None or end < begin:
+        return None
+    return (end - begin).total_seconds()
 
 
 def fold(tasks: Mapping[int, JobState]) -> tuple[str, int | None]:
@@ -175,6 +189,12 @@ def _job(record: Mapping[str, Any]) -> JobState:
         exit_code=code,
         started=started[0] if started else None,
         ended=ended[-1] if ended and state in FINISHED else None,
+        # As Slurm's fold: the longest task's run (a job of one task: its own).
+        elapsed_s=max(
+            (t.elapsed_s for t in tasks.values() if t.elapsed_s is not None), default=None
+        )
+        if state in FINISHED
+        else None,
         tasks=MappingProxyType(tasks),
         **text,
     )
