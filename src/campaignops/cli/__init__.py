@@ -15,6 +15,7 @@ from typing import TextIO
 
 from campaignops import __version__
 from campaignops.cli import (
+    agents,
     audit,
     boxes,
     diagnose,
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         publish,
     ):
         module.register(sub)
+    # campaign mcp runs the other commands as `campaign` does: it is handed the parser and run
+    # (campaignops.mcp imports no cli module: cli sits on top).
+    agents.register(sub, parser=build_parser, run=run)
     return parser
 
 
@@ -63,20 +67,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Handler = args.handler
     try:
-        return handler(args, sys.stdout, sys.stderr)
-    except CampaignError as exc:
-        fmt = str(getattr(args, "format", "text"))
-        for line in safetext.error_lines(fmt, exc.message, hint=exc.hint):
-            print(line, file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+        return run(argv, sys.stdout, sys.stderr)
     except BrokenPipeError:
         # The reader went away (`campaign check | head`): silence the final flush, report failure.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+
+
+def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
+    """One command as `campaign` runs it, its output on ``out`` and ``err``: what main does,
+    and what each `campaign mcp` tool calls (the same parser, handler and error mapping).
+    A usage error is argparse's: its message on sys.stderr, then SystemExit(2)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args, out, err)
+    except CampaignError as exc:
+        fmt = str(getattr(args, "format", "text"))
+        for line in safetext.error_lines(fmt, exc.message, hint=exc.hint):
+            print(line, file=err)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
