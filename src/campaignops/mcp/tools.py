@@ -258,7 +258,9 @@ def _words_of(tool: Tool, action: argparse.Action, value: Any) -> list[str]:
             raise _bad(tool, f"{action.dest}: an item may not start with '-'")
         return [flag, *words] if flag and words else words
     word = _word(tool, action, value)
-    return [f"{flag}={word}"] if flag else [word]
+    if flag.startswith("--"):
+        return [f"{flag}={word}"]
+    return [f"{flag}{word}"] if flag else [word]  # `-n4`: argparse reads `-n=4` as "=4"
 
 
 def argv(tool: Tool, arguments: Mapping[str, Any] | None) -> list[str]:
