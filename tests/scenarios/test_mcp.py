@@ -34,11 +34,15 @@ MUTATING = {"submit", "cancel", "release", "lesson_add", "pull"}
 
 
 def _session(root: Path, steps: Callable[[ClientSession], Awaitable[None]]) -> None:
-    """Start `campaign mcp` in ``root`` and run ``steps`` against it with the SDK's client."""
+    """Start the server ``root``'s .mcp.json registers (`campaign mcp`), with this
+    interpreter's `campaign` first on PATH, and run ``steps`` with the SDK's client."""
+    registered = json.loads((root / ".mcp.json").read_text(encoding="utf-8"))
+    config = registered["mcpServers"]["campaignops"]
+    path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "campaignops", "mcp"],
-        env=dict(os.environ),
+        command=config["command"],
+        args=config["args"],
+        env={**os.environ, "PATH": path},
         cwd=str(root),
     )
 
