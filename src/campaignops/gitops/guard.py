@@ -5,7 +5,7 @@ and the ledger records it. An agent that types the scheduler's or a provider's c
 walks around both; so does one that rewrites the ledger's history or overrides a gate that a
 person should decide on. The guard denies those, each with the campaign command to use instead,
 and allows everything else: it subtracts from what an agent may run, it never approves
-(docs/agents.md; the rules it does not enforce are listed there and in AGENTS.md).
+(docs/runner.md, "Agents"; what it does not enforce is listed in the generated AGENTS.md).
 
 Read as a Claude Code PreToolUse hook's input (``tool_input.command`` of a Bash call) or as one
 command line; the shell is read by campaignops.gitops.shellwords.
