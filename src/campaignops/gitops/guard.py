@@ -77,18 +77,21 @@ def _shown(simple: Simple) -> str:
 
 def _git_push_forced(args: Sequence[str]) -> bool:
     """`git [global options] push …` with --force, -f (alone or in a bundle), --force-with-lease,
-    --force-if-includes, --mirror, or a refspec starting with '+'."""
+    --force-if-includes, --mirror, a refspec starting with '+', or a deletion (--delete, -d,
+    ':branch'): each rewrites or removes history the ledger is part of."""
     i = 0
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i] in GIT_VALUED else 1
     if i >= len(args) or args[i] != "push":
         return False
     for word in args[i + 1 :]:
-        if word in ("--force", "--mirror") or word.startswith(("--force-with-lease", "--force-if")):
+        if word in ("--force", "--mirror", "--delete") or word.startswith(
+            ("--force-with-lease", "--force-if")
+        ):
             return True
-        if word.startswith("-") and not word.startswith("--") and "f" in word[1:]:
+        if word.startswith("-") and not word.startswith("--") and set(word[1:]) & {"f", "d"}:
             return True
-        if word.startswith("+"):
+        if word.startswith(("+", ":")):
             return True
     return False
 
@@ -128,7 +131,7 @@ def _rule(simple: Simple, env: Mapping[str, str]) -> tuple[str, str, str] | None
         why = "a call to Lambda's terminate endpoint tears down a rented instance"
         return "provider-teardown", why, RELEASE
     if program == "git" and _git_push_forced(args):
-        why = "a forced push rewrites the branch that holds the ledger (.campaign/ledger.jsonl)"
+        why = "a forced push (or a deletion) rewrites the branch that holds the ledger (.campaign/ledger.jsonl)"
         return "force-push", why, PUSH
     words = _campaign_words(simple)
     if words is not None and _overrides(words):
