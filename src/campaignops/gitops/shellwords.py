@@ -38,6 +38,7 @@ WRAPPERS = {
     "timeout": 1,
     "watch": 0,
     "flock": 1,
+    "parallel": 0,
 }
 # Options of those wrappers that take a value as the next word (the value is not the command).
 WRAPPER_VALUED = {
@@ -51,6 +52,8 @@ WRAPPER_VALUED = {
     "stdbuf": {"-i", "-o", "-e"},
     "flock": {"-w", "-E"},
 }
+# find's actions that run a command on each file found.
+FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # ssh's options that take a value (OpenSSH's synopsis): the first other word is the host.
 SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
 # `<<EOF`, `<<-'EOF'`, `<< "EOF"`: a here-document whose body follows the line.
@@ -165,6 +168,8 @@ def _unwrapped(words: list[str]) -> list[str]:
         name = PurePosixPath(words[0]).name
         if name not in WRAPPERS:
             return words
+        if name == "command" and {"-v", "-V"} & set(words[1:]):
+            return []  # `command -v sbatch` asks where sbatch is; it runs nothing
         rest, valued = words[1:], WRAPPER_VALUED.get(name, set())
         while rest and (rest[0].startswith("-") or (name == "env" and ASSIGNMENT.match(rest[0]))):
             option = rest.pop(0)
@@ -222,6 +227,12 @@ def commands(line: str, *, via: tuple[str, ...] = (), depth: int = 0) -> Iterato
         script = _shell_script(program, simple.args)
         if script is not None:
             yield from commands(script, via=(*via, program), depth=depth + 1)
+        elif program == "find":
+            for i, word in enumerate(simple.args):
+                if word in FIND_RUNS and i + 1 < len(simple.args):
+                    # `-exec sbatch {} ;`: the shell's `;` already ended the words here.
+                    inner = Simple(words=simple.args[i + 1 :], via=(*via, "find"))
+                    yield inner
         elif program == "eval":
             yield from commands(" ".join(simple.args), via=(*via, "eval"), depth=depth + 1)
         elif program in ("ssh", "autossh", "mosh"):
