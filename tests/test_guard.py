@@ -9,9 +9,14 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from campaignops.gitops import guard
+
+OUTPUT_SCHEMA = (
+    Path(__file__).resolve().parents[1] / "src/campaignops/schemas/output/guard.v1.schema.json"
+)
 
 CORPUS = sorted((Path(__file__).parent / "data" / "guard").glob("*.json"))
 
@@ -60,6 +65,9 @@ def test_text_and_json_say_the_command_to_use_instead(run) -> None:  # type: ign
     }
     both = json.loads(run("guard", "sbatch a.sh && git push -f", "--format", "json").out)
     assert [d["rule"] for d in both["denied"]] == ["raw-submit", "force-push"]
+    schema = json.loads(OUTPUT_SCHEMA.read_text(encoding="utf-8"))
+    for doc in (json.loads(allowed.out), both):
+        jsonschema.validate(doc, schema)
 
 
 def test_srun_inside_an_allocation_is_allowed() -> None:
