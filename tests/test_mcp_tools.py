@@ -72,3 +72,31 @@ def test_the_mutating_tools_are_offered_only_as_the_committed_policy_says(tmp_pa
     policy.write_text("name: x\nagents: {may: [cancel, submit, release]}\n", encoding="utf-8")
     assert tools.allowed(tmp_path) == ("cancel",)
     assert tools.allowed(tmp_path / "nowhere") == ()
+
+
+def test_the_answer_is_the_commands_document_and_a_refusal_asks_a_person() -> None:
+    from campaignops.mcp import calls
+
+    submit = _tool("submit", may=("submit",))
+    json_submit = tools.Tool(spec=submit.spec, parser=submit.parser, speaks_json=True)
+    refusal = (
+        '{"schema": "campaignops/submit/v1", "error": {"kind": "refused", "message": '
+        '"smoke_first: no completed smoke", "hint": "submit --stage smoke first"}}'
+    )
+    done = calls.answer(json_submit, 1, refusal, "")
+    assert done.document["error"]["kind"] == "refused" and not done.error
+    assert "refused by a gate, nothing was submitted" in done.text and "ask them" in done.text
+    # A JSON command that printed no document: an error, not held to its output schema.
+    assert calls.answer(json_submit, 1, "", "campaign: error: boom\n").error
+    # A command without JSON output: its text in the server's own small document.
+    text = calls.answer(submit, 0, "submitted x as job 7\n", "")
+    assert text.document == {
+        "schema": calls.TEXT_SCHEMA,
+        "command": "submit",
+        "exit_code": 0,
+        "stdout": "submitted x as job 7\n",
+        "stderr": "",
+    }
+    assert not text.error and "ask" not in text.text
+    findings = calls.answer(_tool("check"), 1, '{"findings": []}', "")
+    assert not findings.error and "ask a person" not in findings.text

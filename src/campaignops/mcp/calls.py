@@ -58,6 +58,9 @@ def answer(tool: tools.Tool, code: int, stdout: str, stderr: str) -> Answer:
     """The tool's answer to a run that ended with ``code`` and printed ``stdout``/``stderr``."""
     command = " ".join(tool.spec.command)
     doc = _document(stdout) if tool.speaks_json else None
+    # A command that speaks JSON but printed no document did not finish its answer: an error,
+    # which the client does not hold to the command's output schema.
+    unanswered = tool.speaks_json and doc is None
     if doc is None:
         doc = {
             "schema": TEXT_SCHEMA,
@@ -73,7 +76,8 @@ def answer(tool: tools.Tool, code: int, stdout: str, stderr: str) -> Answer:
     parts.append(json.dumps(doc, indent=2, ensure_ascii=False))
     if tool.speaks_json and stderr.strip():
         parts.append(f"stderr:\n{stderr.strip()}")
-    return Answer(exit_code=code, document=doc, text="\n\n".join(parts), error=code >= 2)
+    error = code >= 2 or unanswered
+    return Answer(exit_code=code, document=doc, text="\n\n".join(parts), error=error)
 
 
 def call(tool: tools.Tool, arguments: Mapping[str, Any] | None, run: Run) -> Answer:
