@@ -100,3 +100,19 @@ def test_the_answer_is_the_commands_document_and_a_refusal_asks_a_person() -> No
     assert not text.error and "ask" not in text.text
     findings = calls.answer(_tool("check"), 1, '{"findings": []}', "")
     assert not findings.error and "ask a person" not in findings.text
+
+
+def test_a_shipped_output_schema_is_the_tools_output_schema(tmp_path: Path) -> None:
+    status = _tool("status")
+    assert status.speaks_json and tools.output_schema(status, tmp_path) is None  # none shipped
+    (tmp_path / "status.v1.schema.json").write_text('{"oneOf": [{"required": ["jobs"]}]}')
+    assert tools.output_schema(status, tmp_path) == {
+        "type": "object",
+        "oneOf": [{"required": ["jobs"]}],
+    }
+    submit = _tool("submit_dry_run")
+    (tmp_path / "submit.v1.schema.json").write_text('{"type": "object"}')
+    # Only a command that prints JSON is held to its schema.
+    assert tools.output_schema(submit, tmp_path) == (
+        {"type": "object"} if submit.speaks_json else None
+    )

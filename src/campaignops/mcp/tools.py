@@ -15,11 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from campaignops.core import gitrefs, layout, yamldoc
 from campaignops.core.errors import CampaignError, UsageError
 from campaignops.model import policy as policy_mod
+
+if TYPE_CHECKING:  # importlib.resources.abc from Python 3.11; this name is read by mypy only
+    from importlib.abc import Traversable
 
 # Options no tool offers: the output format is the tool's (json), and these take a person.
 NEVER = frozenset({"help", "format", "override", "watch", "interval", "fix"})
@@ -211,11 +214,13 @@ def input_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def output_schema(tool: Tool) -> dict[str, Any] | None:
-    """The command's shipped output schema (schemas/output/<command>.v1.schema.json), when
-    the command speaks JSON and the file exists; else None (the tool has no outputSchema)."""
+def output_schema(tool: Tool, schemas: Traversable | None = None) -> dict[str, Any] | None:
+    """The command's shipped output schema (``schemas``, default the package's schemas/output/:
+    <command>.v1.schema.json), when the command speaks JSON and the file exists; else None (the
+    tool has no outputSchema)."""
     name = "-".join(tool.spec.command)
-    path = resources.files("campaignops.schemas").joinpath(f"{OUTPUT_DIR}/{name}.v1.schema.json")
+    folder = schemas or resources.files("campaignops.schemas").joinpath(OUTPUT_DIR)
+    path = folder.joinpath(f"{name}.v1.schema.json")
     if not tool.speaks_json or not path.is_file():
         return None
     schema: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
