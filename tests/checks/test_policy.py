@@ -48,6 +48,17 @@ def test_smoke_backend_must_be_authorized(campaign: Path, run) -> None:  # type:
     assert pol(run).where() == [("campaign.yaml", 9, "POLICY001")]
 
 
+def test_agents_may_names_only_commands_campaign_mcp_can_allow(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
+    policy = campaign / "campaign.yaml"
+    lines = len(policy.read_text().splitlines())
+    policy.write_text(policy.read_text() + "agents:\n  may: [submit, scancel, 'lesson add']\n")
+    result = pol(run)
+    assert result.where() == [("campaign.yaml", lines + 2, "POLICY001")]
+    message = str(result.json()["findings"][0]["message"])
+    assert "'scancel' is no command campaign mcp can allow" in message
+    assert "submit, cancel, release, lesson add, pull" in message
+
+
 def test_policy_yaml_syntax_error(campaign: Path, run) -> None:  # type: ignore[no-untyped-def]
     (campaign / "campaign.yaml").write_text("name: x\nbackends: [local\n")
     result = pol(run)

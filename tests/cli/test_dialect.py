@@ -40,6 +40,10 @@ def test_the_walk_finds_every_command_and_subcommand() -> None:
 def test_every_command_speaks_the_dialect(name: str) -> None:
     parser = LEAVES[name]
     fmt = _option(parser, "--format")
+    if name in contract.SERVERS:  # its stdout is a protocol: no --format, no document
+        assert fmt is None, f"campaign {name} serves a protocol on stdout: no --format"
+        assert contract.EFFECTS.get(name) == "reads"
+        return
     assert fmt is not None, f"campaign {name}: no --format"
     assert fmt.choices is not None and "json" in fmt.choices, f"campaign {name}: no json"
     assert set(fmt.choices) <= set(contract.FORMATS), f"campaign {name}: {fmt.choices}"

@@ -37,7 +37,8 @@ CI = ("github", "gitlab", "both", "none")
 RUNNER_COMMANDS = frozenset({"submit", "status", "new"})
 # Never to be mentioned: they do not exist and are not planned under these names.
 VIEW_NAMES = frozenset({"backends", "failures", "stages", "jobs"})
-LINE_LIMITS = {"AGENTS.md": 150, "HPC_PLAYBOOK.md": 250}
+# AGENTS.md: 150 until its section on what the agent tools enforce (issue 21; docs/decisions.md).
+LINE_LIMITS = {"AGENTS.md": 170, "HPC_PLAYBOOK.md": 250}
 # Stamps are aged against a fixed day (as in tests/conftest.py) so the suite does not rot.
 TODAY = dt.date(2026, 11, 21)
 STALE_AFTER_MONTHS = 6
@@ -273,6 +274,11 @@ def test_prose_says_only_what_the_tool_enforces(
     assert "rules (`stages.smoke_max_minutes` included)" in agents
     assert "the budgets wherever a backend page has a `charging` block" in agents
     assert "manifest key that the runner does not run (MAN012)" in agents
+    # Which rules the agent tools enforce, and which they do not (issue 21).
+    assert "**Enforced** by the tools: the six gates of `campaign submit`" in agents
+    assert "**Not enforced**, yours to keep:" in agents
+    assert "`.claude/settings.json` runs `campaign guard --format hook`" in agents
+    assert "register `campaign mcp` as a stdio MCP server" in agents
     policy = render("campaign.yaml", context)
     assert "not checked yet" not in policy
     (smoke,) = [x for x in policy.splitlines() if x.strip().startswith("smoke_max_minutes:")]

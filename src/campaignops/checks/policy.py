@@ -17,6 +17,7 @@ from campaignops.core.yamldoc import Locator
 from campaignops.model import backendpage, frontmatter
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import failure_patterns as patterns
+from campaignops.model import policy as policy_mod
 
 FAMILY = "POLICY"
 SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
@@ -51,6 +52,12 @@ CODES = code_table(
         message="{what}",
         hint="{hint}",
     ),
+)
+
+AGENT_UNKNOWN = (
+    "agents.may: {name!r} is no command campaign mcp can allow an agent (the ones it can: "
+    + ", ".join(policy_mod.AGENT_MAY)
+    + "; the read-only tools need no entry)"
 )
 
 
@@ -125,6 +132,10 @@ def _policy(ctx: CheckContext) -> Iterator[Finding]:
         yield CODES["POLICY001"].at(
             rel, line, col, problem=f"smoke_backend {smoke!r} is not one of backends"
         )
+    for i, name in enumerate(policy_mod.agents_may(data)):
+        if name not in policy_mod.AGENT_MAY:
+            line, col = loc.at(("agents", "may", i))
+            yield CODES["POLICY001"].at(rel, line, col, problem=AGENT_UNKNOWN.format(name=name))
 
 
 def _backend_page(ctx: CheckContext, rel: str) -> Iterator[Finding]:

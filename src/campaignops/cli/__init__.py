@@ -10,7 +10,6 @@ Exit codes: 0 clean, 1 findings or a refusal, 2 usage error or unreadable input.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
 import os
@@ -21,6 +20,7 @@ from typing import Any, TextIO
 from campaignops import __version__
 from campaignops.cli import (
     advise,
+    agents,
     audit,
     boxes,
     contract,
@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         publish,
     ):
         module.register(sub)
+    # campaign mcp runs the other commands as `campaign` does: it is handed the parser and run
+    # (campaignops.mcp imports no cli module: cli sits on top).
+    agents.register(sub, parser=build_parser, run=run)  # type: ignore[arg-type]
     for name, command in contract.leaves(parser):
         command.set_defaults(command_name=name)
     return parser
@@ -75,24 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     try:
-        args = parser.parse_args(words)
-    except contract.ArgvError as exc:
-        return _usage_error(parser, exc, words)
-    handler: Handler = args.handler
-    try:
-        return handler(args, sys.stdout, sys.stderr)
-    except CampaignError as exc:
-        fmt = str(getattr(args, "format", "text"))
-        for line in safetext.error_lines(fmt, exc.message, hint=exc.hint):
-            print(line, file=sys.stderr)
-        if fmt == "json":
-            return contract.fail(sys.stdout, args.command_name, exc)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
+        return run(argv, sys.stdout, sys.stderr)
     except BrokenPipeError:
         # The reader went away (`campaign check | head`): silence the final flush, report failure.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -100,25 +87,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
+    """One command as `campaign` runs it, its output on ``out`` and ``err``: what main does,
+    and what each `campaign mcp` tool calls (the same parser, handler and error mapping).
+    With --format json every outcome, a usage error included, is one document on ``out``."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(words)
+    except contract.ArgvError as exc:
+        return _usage_error(parser, exc, words, out, err)
+    handler: Handler = args.handler
+    try:
+        return handler(args, out, err)
+    except CampaignError as exc:
+        fmt = str(getattr(args, "format", "text"))
+        for line in safetext.error_lines(fmt, exc.message, hint=exc.hint):
+            print(line, file=err)
+        if fmt == "json":
+            return contract.fail(out, args.command_name, exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
 def run_json(argv: Sequence[str]) -> tuple[int, dict[str, Any]]:
     """One command in this process with ``--format json`` (added when ``argv`` lacks it): its
-    exit code and its document, as a program driving campaign (an MCP tool) wants them.
-    stderr is left as it is: the text lines people read."""
+    exit code and its document, as a program driving campaign wants them. stderr is left as
+    it is: the text lines people read."""
     words = list(argv)
     if not contract.json_requested(words):
         words += ["--format", "json"]
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(words)
+    code = run(words, out, sys.stderr)
     doc: dict[str, Any] = json.loads(out.getvalue())
     return code, doc
 
 
-def _usage_error(parser: argparse.ArgumentParser, exc: contract.ArgvError, words: list[str]) -> int:
-    """argparse's usage and message on stderr, as ever; with --format json in the words, also
-    the error document on stdout (and exit 2 rather than argparse's SystemExit)."""
-    exc.parser.print_usage(sys.stderr)
-    print(f"{exc.parser.prog}: error: {exc.message}", file=sys.stderr)
+def _usage_error(
+    parser: argparse.ArgumentParser,
+    exc: contract.ArgvError,
+    words: list[str],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """argparse's usage and message on ``err``, as ever; with --format json in the words, also
+    the error document on ``out`` (and exit 2 rather than argparse's SystemExit)."""
+    exc.parser.print_usage(err)
+    print(f"{exc.parser.prog}: error: {exc.message}", file=err)
     if not contract.json_requested(words):
         raise SystemExit(2)
     command = contract.command_of(parser, words)
@@ -126,5 +142,5 @@ def _usage_error(parser: argparse.ArgumentParser, exc: contract.ArgvError, words
     doc = contract.error_document(
         command, kind="usage", message=exc.message, hint=f"see {shown} --help"
     )
-    print(contract.dump(doc), file=sys.stdout)
+    print(contract.dump(doc), file=out)
     return 2

@@ -16,7 +16,10 @@ from typing import Any, NoReturn, TextIO
 from campaignops.core.errors import CampaignError, InputError, UsageError
 
 # The format names, the same in every command; a command offers the ones that make sense for it.
-FORMATS = ("text", "markdown", "github", "json")
+FORMATS = ("text", "markdown", "github", "json", "hook")  # hook: guard's PreToolUse output
+# Commands whose standard output is a protocol, not a document: `campaign mcp` speaks MCP's
+# JSON-RPC there. They take no --format; their only document is a usage error's.
+SERVERS = frozenset({"mcp"})
 # Older names kept working in scripts (docs/decisions.md): status's `table` is now `text`.
 ALIASES: Mapping[str, str] = {"table": "text"}
 TEXT_OR_JSON = "text (default) or json (one document, docs/json.md)"
@@ -38,7 +41,9 @@ EFFECTS: Mapping[str, str] = {
     "split": "repository",
     "diagnose": "reads",
     "advise": "reads",
-    "report": "repository",  # --write writes reports/ and STATUS.md's link
+    "report": "repository",
+    "guard": "reads",
+    "mcp": "reads",  # itself nothing: each tool is its command, with that command's gates  # --write writes reports/ and STATUS.md's link
     "lesson-add": "repository",
     "audit": "reads",
     "audit-resources": "reads",

@@ -16,6 +16,10 @@ from campaignops.core import layout
 DEFAULT_STALE_AFTER_MONTHS = 6
 DEFAULT_IDLE_WARN_MINUTES = 30  # a held SSH box with no task for this long: status warns
 
+# The commands that change something outside the repository, which `campaign mcp` offers an
+# agent only when campaign.yaml's ``agents: {may: [...]}`` names them (docs/formats.md).
+AGENT_MAY = ("submit", "cancel", "release", "lesson add", "pull")
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -38,7 +42,16 @@ class Policy:
     globs: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
     )
+    # agents.may: the mutating commands `campaign mcp` offers (names of AGENT_MAY; others ignored)
+    agents_may: tuple[str, ...] = ()
     found: bool = False
+
+
+def agents_may(data: Any) -> tuple[str, ...]:
+    """campaign.yaml's ``agents.may`` as written (strings only); POLICY checks name the unknown."""
+    agents = data.get("agents") if isinstance(data, dict) else None
+    may = agents.get("may") if isinstance(agents, dict) else None
+    return _str_list(may) or ()
 
 
 def backend_for(policy: Policy, stage: str, manifest: object, *, asked: str | None = None) -> str:
@@ -141,5 +154,6 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
         require_pushed=data.get("require_pushed") is not False,
         max_parallel=(max_parallel if isinstance(max_parallel, int) and max_parallel > 0 else None),
         globs=MappingProxyType(globs),
+        agents_may=tuple(n for n in agents_may(data) if n in AGENT_MAY),
         found=found,
     )
