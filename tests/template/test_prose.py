@@ -36,7 +36,7 @@ CI = ("github", "gitlab", "both", "none")
 # The runner's commands: the contract of the next issue, written as the commands to use.
 RUNNER_COMMANDS = frozenset({"submit", "status", "new"})
 # Never to be mentioned: they do not exist and are not planned under these names.
-VIEW_NAMES = frozenset({"backends", "failures", "stages", "jobs"})
+VIEW_NAMES = frozenset({"backends", "failures", "stages", "jobs", "backend-tree"})
 # AGENTS.md: 150 until its section on what the agent tools enforce (issue 21; docs/decisions.md).
 LINE_LIMITS = {"AGENTS.md": 170, "HPC_PLAYBOOK.md": 250}
 # Stamps are aged against a fixed day (as in tests/conftest.py) so the suite does not rot.
@@ -202,7 +202,11 @@ def test_backends_view_markers_once_with_one_row_per_backend(
     assert [b.name for b in parsed.blocks] == ["backends"]
     for name in ("README.md", "HPC_PLAYBOOK.md", "LESSONS.md"):
         assert not _MARKER.search(texts[name]), f"{name} must not carry the backends view"
+    for name in ("README.md", "LESSONS.md"):
         assert blocks.parse(texts[name], known=VIEW_NAMES) == blocks.Parsed((), ())
+    # The playbook's questions are a view of their own (views/tree.py), rebuilt by render.
+    tree = blocks.parse(texts["HPC_PLAYBOOK.md"], known=VIEW_NAMES)
+    assert tree.defects == () and [b.name for b in tree.blocks] == ["backend-tree"]
 
 
 def test_playbook_links_exactly_the_chosen_backends(

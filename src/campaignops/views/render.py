@@ -22,7 +22,7 @@ from campaignops.model import backendpage, blocks
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
-from campaignops.views import reports
+from campaignops.views import reports, tree
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
@@ -72,7 +72,10 @@ class Sources:
         return data
 
     def backends(self) -> tuple[str, ...]:
-        return policy_mod.from_data(self._yaml(layout.POLICY_FILE)).backends
+        return self.policy().backends
+
+    def policy(self) -> policy_mod.Policy:
+        return policy_mod.from_data(self._yaml(layout.POLICY_FILE))
 
     def page(self, name: str) -> dict[str, Any] | None:
         """A backend page's front matter, or None when the backend has no page."""
@@ -357,6 +360,13 @@ VIEWS: Mapping[str, View] = MappingProxyType(
             render_budget, f"{layout.POLICY_FILE}, backend pages, {layout.LEDGER_FILE}", "STATUS.md"
         ),
         "reports": View(lambda src: reports.render(src.reader.root), "reports/", "STATUS.md"),
+        "backend-tree": View(
+            lambda src: tree.render(
+                src.backends(), src.policy().smoke_backend, {n: src.page(n) for n in src.backends()}
+            ),
+            f"{layout.POLICY_FILE} and backend pages",
+            "HPC_PLAYBOOK.md",
+        ),
     }
 )
 
