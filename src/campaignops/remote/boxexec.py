@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -46,6 +47,7 @@ TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
 GPU_POLL_S = float(os.environ.get("BOXEXEC_GPU_POLL_S", "10"))  # a busy box is not asked more
 TAIL_LINES, TAIL_BYTES = 200, 1 << 18
 STARTING_S = float(os.environ.get("BOXEXEC_STARTING_S", "60"))
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
 class BoxError(Exception):
@@ -97,6 +99,56 @@ def killpg(pgid: Any, sig: int) -> None:
     if isinstance(pgid, int) and pgid > 1:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
+
+
+def group_rss(pgid: int) -> int:
+    """Resident bytes of every process in the group ``pgid`` (from /proc; 0 where there is
+    none, e.g. macOS: memory is then not enforced)."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    proc = Path("/proc")
+    total = 0
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+            if int(fields[2]) == pgid:  # state, ppid, pgrp, ... after the command's ")"
+                total += int((entry / "statm").read_bytes().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return total
+
+
+def become_subreaper() -> None:
+    # Orphans of a task's processes come back to the executor instead of PID 1 (which, in a
+    # container, may never reap them), so an ended task's group really empties.
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans(leaders: set[int]) -> None:
+    """Reap exited adopted orphans; stop at a running task's leader, which tick() reaps."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid in leaders:
+            return
+        os.waitpid(info.si_pid, 0)
+
+
+def reap_adopted(within_s: float, poll_s: float) -> None:
+    """Reap the orphans just killed with their tasks' groups before reporting the end; give up
+    on any still alive after ``within_s`` (one that left its group with setsid: not ours)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(poll_s)
 
 
 def parse_gpus(text: str) -> list[dict[str, Any]]:

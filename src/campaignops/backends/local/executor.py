@@ -29,7 +29,6 @@ dependencies, lost executors, limits and signals are listed in campaignops.backe
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import signal
@@ -55,12 +54,12 @@ from campaignops.backends.local.state import jobs, view
 from campaignops.core.errors import CampaignError
 from campaignops.model.jobspec import TASK_INDEX
 from campaignops.model.states import FINISHED
+from campaignops.remote.boxexec import become_subreaper, group_rss, reap_adopted, reap_orphans
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
 MEM_TICK_S = 1.0  # how often a task's memory is read (a /proc walk)
 DEPENDENCY_TICK_S = 0.25
 FINAL_REAP_S = 1.0
-PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 Json = dict[str, Any]
 
 
@@ -238,61 +237,11 @@ class _Executor:
                 if task.proc is not None:
                     running.append(task)
             running = [t for t in running if not self.tick(t)]
-            _reap_orphans({t.pgid for t in running if t.pgid is not None})
+            reap_orphans({t.pgid for t in running if t.pgid is not None})
             self.save()
             time.sleep(TICK_S)
-        _reap_adopted(FINAL_REAP_S)
+        reap_adopted(FINAL_REAP_S, TICK_S / 2)
         self.finish("cancelled" if self.cancelled() else None)
-
-
-def group_rss(pgid: int) -> int:
-    """Resident bytes of every process in the group ``pgid`` (from /proc; 0 where there is
-    none, e.g. macOS: memory is then not enforced)."""
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    proc = Path("/proc")
-    total = 0
-    for entry in proc.iterdir() if proc.is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-            if int(fields[2]) == pgid:  # state, ppid, pgrp, ... after the command's ")"
-                total += int((entry / "statm").read_bytes().split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-    return total
-
-
-def _become_subreaper() -> None:
-    # Orphans of a task's processes come back to the executor instead of PID 1 (which, in a
-    # container, may never reap them), so an ended task's group really empties.
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _reap_orphans(leaders: set[int]) -> None:
-    """Reap exited adopted orphans; stop at a running task's leader, which tick() reaps."""
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return
-        if info is None or info.si_pid in leaders:
-            return
-        os.waitpid(info.si_pid, 0)
-
-
-def _reap_adopted(within_s: float) -> None:
-    """Reap the orphans just killed with their tasks' groups before reporting the end; give up
-    on any still alive after ``within_s`` (one that left its group with setsid: not ours)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(TICK_S / 2)
 
 
 def execute(root: Path, job_id: str) -> None:
@@ -306,7 +255,7 @@ def execute(root: Path, job_id: str) -> None:
             (root / job_id / "cancel").touch()
 
     signal.signal(signal.SIGTERM, on_term)
-    _become_subreaper()
+    become_subreaper()
     d = parse_directives((root / job_id / "script.sh").read_text(encoding="utf-8"))
     stem = f"{d.name}-{job_id}"
     logs = Path(d.workdir) / d.log_dir
