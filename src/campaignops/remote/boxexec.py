@@ -727,7 +727,9 @@ class Executor:
         while True:
             self.step(launching=False)
             self.save()
-            if not any(alive(t) for t in self.tasks.values() if t["stop"]):
+            # Until each stopped task's end is recorded, not merely until it is dead: one that
+            # died after this step's poll is recorded by the next step (it was left RUNNING).
+            if not any(t["stop"] and t["state"] == "RUNNING" for t in self.tasks.values()):
                 return
             time.sleep(min(TICK_S, 0.2))
 
