@@ -251,7 +251,7 @@ def become_subreaper() -> None:
 
 
 def reap_orphans(leaders: set[int]) -> None:
-    """Reap exited adopted orphans; stop at a running task's leader, which tick() reaps."""
+    """Reap exited adopted orphans; stop at a running task's leader, which reap() reaps."""
     while True:
         try:
             info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
