@@ -4,6 +4,10 @@ model/backendpage.py, the rule that picks a submission's backend in model/policy
 
 The box executor (remote/boxexec.py) runs with the standard library only and carries its own
 copy of the states it writes; tests/remote/test_boxexec_detach.py keeps that one in step.
+
+The process supervision rules (TERM, then KILL after a grace; reaping a task's leader; the
+subreaper; afterok's verdict) live once, in remote/boxexec.py's supervision section, which the
+local backend's executor imports: there were two supervisors, each with its own copy.
 """
 
 from __future__ import annotations
@@ -87,6 +91,87 @@ def backend_picks(tree: ast.AST) -> list[int]:
         and isinstance(node.body, ast.Attribute)
         and node.body.attr == "smoke_backend"
     ]
+
+
+SUPERVISOR = "remote/boxexec.py"  # the one supervisor (docs/architecture.md, "The supervisor")
+
+
+def _names(node: ast.AST) -> set[str]:
+    """Every name, attribute and string constant under ``node``."""
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            found.add(sub.value)
+    return found
+
+
+def escalations(tree: ast.AST) -> list[int]:
+    """Functions that send KILL once a grace after the TERM ran out (a comparison that reads
+    ``term_at`` or a ``kill_wait``): the TERM → KILL escalation."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "SIGKILL" in _names(node):
+            graces = [
+                c
+                for c in ast.walk(node)
+                if isinstance(c, ast.Compare)
+                and any(n == "term_at" or "kill_wait" in n for n in _names(c))
+            ]
+            if graces:
+                found.append(node.lineno)
+    return found
+
+
+def task_reaps(tree: ast.AST) -> list[int]:
+    """Calls that reap a task's processes or adopt its orphans: ``os.waitid`` (the WNOWAIT
+    look at a task's leader) and ``prctl`` (PR_SET_CHILD_SUBREAPER)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("waitid", "prctl")
+    ]
+
+
+def afterok_rules(tree: ast.AST) -> list[int]:
+    """Conditions that judge a parent for afterok: not COMPLETED, and ended or UNKNOWN."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.BoolOp)
+        and isinstance(node.op, ast.And)
+        and {"COMPLETED", "UNKNOWN"} <= _names(node)
+    ]
+
+
+def test_the_supervision_rules_are_written_once() -> None:
+    detectors = (escalations, task_reaps, afterok_rules)
+    copies = [
+        f"{rel}:{line} ({find.__name__})"
+        for rel, tree in _modules()
+        for find in detectors
+        for line in find(tree)
+    ]
+    assert not copies, f"call the supervisor's functions in {SUPERVISOR} instead: {copies}"
+    home = ast.parse((PACKAGE / SUPERVISOR).read_text(encoding="utf-8"))
+    assert [len(find(home)) for find in detectors] == [1, 3, 1], "the supervisor's rules moved"
+
+
+def test_the_supervision_detectors_see_a_copy() -> None:
+    source = (
+        "def tick(task):\n"
+        "    if task.stop and time.monotonic() - task.term_at >= self.d.kill_wait_s:\n"
+        "        killpg(task.pgid, signal.SIGKILL)\n"
+        "    os.waitid(os.P_PID, task.pgid, flags)\n"
+        'ok = s != "COMPLETED" and (s in FINISHED or s == "UNKNOWN")\n'
+    )
+    tree = ast.parse(source)
+    assert (escalations(tree), task_reaps(tree), afterok_rules(tree)) == ([1], [4], [5])
 
 
 def test_the_finished_states_are_written_once() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from campaignops.remote import boxexec
 from tests.remote.boxkit import BOXEXEC, Box
 
 # A task that appends its index to deploy/<file> once per run, so a re-run shows.
@@ -258,6 +259,34 @@ def test_a_cancelled_pending_task_never_starts(box: Box) -> None:
     (box.deploy / "go-0").touch()
     view = box.finished("j")
     assert (view["tasks"]["1"]["attempts"], box.marks("ran")) == (0, ["0"])
+
+
+def test_cancel_with_no_executor_records_a_task_that_died_after_the_look(
+    box: Box, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task that dies between the cancel's look at it and the check "is any still alive?"
+    still gets its end: the cancel used to return with the job RUNNING (a flake under load)."""
+    box.job("j", {0: f"{HOLD}\n{RAN}"})
+    box.start("j")
+    box.until("j", lambda v: v["tasks"]["0"]["state"] == "RUNNING", "running")
+    os.kill(box.state("j")["executor"]["pid"], signal.SIGKILL)
+    box.until("j", lambda v: not v["executor_alive"], "executor dead")
+    save = boxexec.Executor.save
+
+    def save_then_die(self: boxexec.Executor) -> None:
+        save(self)
+        for task in self.tasks.values():  # the stopped task ends right after the look
+            if task["stop"] and boxexec.alive(task):
+                boxexec.killpg(task["pid"], signal.SIGKILL)
+                deadline = time.monotonic() + 30
+                while boxexec.alive(task):
+                    assert time.monotonic() < deadline, "the task outlived its KILL"
+                    time.sleep(0.01)
+
+    monkeypatch.setattr(boxexec.Executor, "save", save_then_die)
+    result = boxexec.cmd_cancel(box.root / "j", None)
+    assert (result["by"], result["state"]) == ("cancel", "CANCELLED")
+    assert box.state("j")["tasks"]["0"]["state"] == "CANCELLED"
 
 
 def test_cancel_with_no_executor_stops_the_tasks_itself(box: Box) -> None:

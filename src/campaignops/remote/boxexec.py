@@ -8,12 +8,17 @@ to ``<workdir>/.campaignops/boxexec-<sha256[:12]>.py``. Every command prints one
 1,4]``; ``outputs JOBDIR``; ``verdict ROOT JOB=STATE…`` (afterok across boxes). Each task attempt runs under ``wrap`` (this file again), the leader
 of its own session, which writes ``receipts/<index>.<attempt>.json`` when the task ends: the
 receipt, not the executor, is the record that survives an executor killed meanwhile.
+
+Its "supervision" section is the one supervisor's rules (a task's own session, time limit,
+warning, TERM then KILL, memory limit, cancel requests, afterok, reaping): the local backend's
+executor imports them for every local CPU job, so they are written once.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -25,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -46,6 +51,7 @@ TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
 GPU_POLL_S = float(os.environ.get("BOXEXEC_GPU_POLL_S", "10"))  # a busy box is not asked more
 TAIL_LINES, TAIL_BYTES = 200, 1 << 18
 STARTING_S = float(os.environ.get("BOXEXEC_STARTING_S", "60"))
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
 class BoxError(Exception):
@@ -93,10 +99,183 @@ def alive(record: Any) -> bool:
     return bool(proc_ticks(record.get("pid")) == record["ticks"])
 
 
+# --- supervision: the rules every task runs under ------------------------------------------------
+# The one supervisor (docs/architecture.md, "The supervisor"): this executor on a box or for a
+# local GPU job, and the local backend's executor (campaignops.backends.local.executor) for every
+# other local job, call these, so a start, a time limit, the warning, TERM then KILL, a memory
+# limit, a cancel request, afterok and reaping mean one thing everywhere. A task's clock is a
+# dict (the box keeps it in the task's record in state.json): t0, warned, stop (the end a TERM
+# or KILL decided: TIMEOUT, CANCELLED, OUT_OF_MEMORY), term_at, killed; the caller picks the
+# time base (wall time survives an executor's restart, monotonic time does not jump).
+
+KILL_WAIT_S = 30  # seconds from TERM to KILL (Slurm's KillWait)
+MEM_TICK_S = 1.0  # how often a task's memory is read (a /proc walk)
+CANCEL, CANCEL_TASKS = "cancel", "cancel-tasks"  # in the job directory: every task, or some
+
+
 def killpg(pgid: Any, sig: int) -> None:
     if isinstance(pgid, int) and pgid > 1:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
+
+
+def fresh_clock(t0: float) -> dict[str, Any]:
+    """A task's clock as it starts (at ``t0``): no warning sent, no TERM, no KILL."""
+    return {"t0": t0, "warned": False, "stop": None, "term_at": None, "killed": False}
+
+
+def spawn(
+    argv: Sequence[str], *, log: Path, env: dict[str, str], cwd: str | None = None
+) -> subprocess.Popen[bytes]:
+    """Start one task attempt, its output appended to ``log``, as the leader of a session of its
+    own: its own process group, so a limit or a cancel hits this task only."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
+def reap(proc: subprocess.Popen[bytes]) -> int | None:
+    """A task's exit code once its leader ended (a signal N reads 128+N, as a shell says it),
+    whatever it left running in its group killed first; None while it runs."""
+    # WNOWAIT: the leader stays a zombie, so its group id is not reused while what the task
+    # left behind in the group is killed.
+    if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        return None
+    killpg(proc.pid, signal.SIGKILL)
+    code = proc.wait()
+    return code if code >= 0 else 128 - code
+
+
+def stop(clock: dict[str, Any], pgid: Any, why: str, now: float) -> None:
+    """TERM to the task's group, once; ``why`` is how it will have ended."""
+    if clock["stop"] is None:
+        clock["stop"], clock["term_at"] = why, now
+        killpg(pgid, signal.SIGTERM)
+
+
+def police(
+    clock: dict[str, Any], pgid: Any, *, now: float, limit: float | None,
+    warning: tuple[str, float] | None, kill_wait: float, mem_cap: int | None = None,
+) -> bool:  # fmt: skip
+    """One tick of a running task's rules, in this order: the warning signal ``warning[1]``
+    seconds before the limit, to the leader only (``--signal=B:SIG@N``); TERM to the group at
+    the limit (TIMEOUT); the memory rule; KILL ``kill_wait`` seconds after any TERM. True when
+    the memory rule killed the task just now."""
+    age = now - clock["t0"]
+    if limit is not None and warning and not clock["warned"] and age >= limit - warning[1]:
+        clock["warned"] = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pgid, getattr(signal, "SIG" + str(warning[0])))
+    if limit is not None and age >= limit:
+        stop(clock, pgid, "TIMEOUT", now)
+    over = mem_cap is not None and over_memory(clock, pgid, mem_cap, now)
+    if clock["stop"] and not clock["killed"] and now - clock["term_at"] >= kill_wait:
+        clock["killed"] = True
+        killpg(pgid, signal.SIGKILL)
+    return over
+
+
+def over_memory(clock: dict[str, Any], pgid: Any, cap: int, now: float) -> bool:
+    """Kill a task whose process group holds more resident memory than ``cap`` bytes, at once
+    (as Slurm's OverMemoryKill does without cgroups): it ends OUT_OF_MEMORY. Read once every
+    MEM_TICK_S, so a shorter spike can pass."""
+    if clock["killed"] or now - clock.get("mem_checked", 0.0) < MEM_TICK_S:
+        return False
+    clock["mem_checked"] = now
+    if group_rss(pgid) <= cap:
+        return False
+    clock["stop"], clock["killed"] = "OUT_OF_MEMORY", True
+    killpg(pgid, signal.SIGKILL)
+    return True
+
+
+def afterok(states: Iterable[object], finished: Collection[str]) -> str:
+    """Slurm's afterok over the parents' states: "ok" once every one COMPLETED, "never" once
+    one ended otherwise or is UNKNOWN (Slurm's DependencyNeverSatisfied), else "wait": a parent
+    that COMPLETED while another still runs is no reason to give up."""
+    seen = list(states)
+    if all(s == "COMPLETED" for s in seen):
+        return "ok"
+    ended_badly = [s for s in seen if s != "COMPLETED" and (s in finished or s == "UNKNOWN")]
+    return "never" if ended_badly else "wait"
+
+
+def cancel_requests(jobdir: Path) -> tuple[bool, set[str]]:
+    """Whether every task is to stop (``cancel``), and the tasks asked to stop one by one
+    (``cancel-tasks``, one index a line): read by the executor every tick."""
+    try:
+        text = (jobdir / CANCEL_TASKS).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    return (jobdir / CANCEL).exists(), set(text.split())
+
+
+def request_cancel(jobdir: Path, tasks: Sequence[str] | None = None) -> None:
+    """Ask the job's executor to stop every task (None) or these: one append, never torn."""
+    if tasks is None:
+        (jobdir / CANCEL).touch()
+        return
+    fd = os.open(str(jobdir / CANCEL_TASKS), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, "".join(k + "\n" for k in tasks).encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def group_rss(pgid: int) -> int:
+    """Resident bytes of every process in the group ``pgid`` (from /proc; 0 where there is
+    none, e.g. macOS: memory is then not enforced)."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    proc = Path("/proc")
+    total = 0
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+            if int(fields[2]) == pgid:  # state, ppid, pgrp, ... after the command's ")"
+                total += int((entry / "statm").read_bytes().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return total
+
+
+def become_subreaper() -> None:
+    # Orphans of a task's processes come back to the executor instead of PID 1 (which, in a
+    # container, may never reap them), so an ended task's group really empties.
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans(leaders: set[int]) -> None:
+    """Reap exited adopted orphans; stop at a running task's leader, which reap() reaps."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid in leaders:
+            return
+        os.waitpid(info.si_pid, 0)
+
+
+def reap_adopted(within_s: float, poll_s: float) -> None:
+    """Reap the orphans just killed with their tasks' groups before reporting the end; give up
+    on any still alive after ``within_s`` (one that left its group with setsid: not ours)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(poll_s)
+
+
+# --- the box executor ------------------------------------------------------------------------------
 
 
 def parse_gpus(text: str) -> list[dict[str, Any]]:
@@ -304,13 +483,6 @@ class Executor:
             Path(self.job.get("workdir") or self.dir) / str(self.job.get("log_dir", "logs")) / name
         )
 
-    def requests(self) -> tuple[bool, set[str]]:
-        try:
-            lines = (self.dir / "cancel-tasks").read_text(encoding="utf-8").split()
-        except OSError:
-            lines = []
-        return (self.dir / "cancel").exists(), set(lines)
-
     def parents(self) -> str:
         """afterok: "ok", "wait" or "never". A parent's share on this box is read from its
         state file; a parent with tasks on other boxes also needs the runner's verdict (this
@@ -326,12 +498,7 @@ class Executor:
                 states.append(found if path.is_dir() else "UNKNOWN")
             if parent.get("elsewhere"):
                 states.append(verdict_of(self.dir.parent, parent["job"]) or "PENDING")
-        if all(s == "COMPLETED" for s in states):
-            return "ok"
-        # afterok can never hold once one parent ended otherwise (Slurm's DependencyNeverSatisfied);
-        # a parent that COMPLETED while another still runs is no reason to give up.
-        ended_badly = [s for s in states if s != "COMPLETED" and (s in FINISHED or s == "UNKNOWN")]
-        return "never" if ended_badly else "wait"
+        return afterok(states, FINISHED)
 
     def awaits(self) -> list[str]:
         """The parents whose verdict this job still needs from the runner (none once it ended:
@@ -407,54 +574,31 @@ class Executor:
         wrap = [sys.executable, str(Path(__file__).resolve()), "wrap", str(receipt), "--"]
         try:
             receipt.parent.mkdir(exist_ok=True)
-            log.parent.mkdir(parents=True, exist_ok=True)
             t["log_offset"] = log.stat().st_size if log.exists() else 0
-            with log.open("ab") as out:
-                proc = subprocess.Popen(
-                    wrap + self.argv(), cwd=str(self.job.get("workdir") or self.dir), env=env, stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                )  # fmt: skip
+            cwd = str(self.job.get("workdir") or self.dir)
+            proc = spawn(wrap + self.argv(), log=log, env=env, cwd=cwd)
         except OSError as exc:
             t.update(state="FAILED", start=now(), end=now(), reason=f"cannot start: {exc}")
             return
         self.procs[key] = proc
-        t.update(state="RUNNING", pid=proc.pid, ticks=proc_ticks(proc.pid), t0=time.time(),
-                 start=now(), end=None, exit_code=None, gpu=gpu, reason=None, stop=None,
-                 term_at=None, warned=False, killed=False)  # fmt: skip
+        t.update(fresh_clock(time.time()), state="RUNNING", pid=proc.pid, ticks=proc_ticks(proc.pid),
+                 start=now(), end=None, exit_code=None, gpu=gpu, reason=None)  # fmt: skip
         self.save()  # at once: an executor killed now must not start it a second time
-
-    def stop(self, key: str, why: str) -> None:
-        t = self.tasks[key]
-        if t["stop"] is None:
-            t["stop"], t["term_at"] = why, time.time()
-            killpg(t["pid"], signal.SIGTERM)
 
     def poll(self, key: str) -> None:
         t, proc = self.tasks[key], self.procs.get(key)
         if proc is not None:
-            # WNOWAIT: the leader stays a zombie, so its group id is not reused while what the
-            # task left behind in the group is killed.
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                killpg(proc.pid, signal.SIGKILL)
-                code = proc.wait()
-                return self.ended(key, code if code >= 0 else 128 - code)
+            code = reap(proc)
+            if code is not None:
+                return self.ended(key, code)
         elif not alive(t):  # adopted from an earlier executor: only its receipt can tell
             return self.ended(key, None)
-        age, limit, warning = (
-            time.time() - t["t0"],
-            self.job.get("time_limit_s"),
-            self.job.get("warning"),
-        )
-        if limit and warning and not t["warned"] and age >= limit - warning["seconds"]:
-            t["warned"] = True  # to the wrapper, which passes it to the batch shell only
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(t["pid"], getattr(signal, "SIG" + str(warning["signal"])))
-        if limit and age >= limit:
-            self.stop(key, "TIMEOUT")
-        wait = float(self.job.get("kill_wait_s") or 30)
-        if t["stop"] and not t["killed"] and time.time() - t["term_at"] >= wait:
-            t["killed"] = True
-            killpg(t["pid"], signal.SIGKILL)
+        warning = self.job.get("warning")  # to the wrapper, which passes it to the batch shell
+        police(
+            t, t["pid"], now=time.time(), limit=self.job.get("time_limit_s") or None,
+            warning=(str(warning["signal"]), warning["seconds"]) if warning else None,
+            kill_wait=float(self.job.get("kill_wait_s") or KILL_WAIT_S),
+        )  # fmt: skip
         return None
 
     def ended(self, key: str, code: int | None) -> None:
@@ -508,13 +652,13 @@ class Executor:
 
     def step(self, launching: bool) -> bool:
         """One tick; True once every task has finished."""
-        everything, some = self.requests()
+        everything, some = cancel_requests(self.dir)
         verdict = self.parents()
         for key in self.order:
             t = self.tasks[key]
             if t["state"] == "RUNNING":
                 if everything or key in some:
-                    self.stop(key, "CANCELLED")
+                    stop(t, t["pid"], "CANCELLED", time.time())
                 self.poll(key)
             elif t["state"] == "PENDING" and (everything or key in some):
                 t.update(state="CANCELLED", reason="cancelled", end=now())
@@ -583,7 +727,9 @@ class Executor:
         while True:
             self.step(launching=False)
             self.save()
-            if not any(alive(t) for t in self.tasks.values() if t["stop"]):
+            # Until each stopped task's end is recorded, not merely until it is dead: one that
+            # died after this step's poll is recorded by the next step (it was left RUNNING).
+            if not any(t["stop"] and t["state"] == "RUNNING" for t in self.tasks.values()):
                 return
             time.sleep(min(TICK_S, 0.2))
 
@@ -730,11 +876,7 @@ def cmd_cancel(jobdir: Path, tasks: str | None) -> dict[str, Any]:
     if unknown:
         raise BoxError(message="no task {} in {}".format(",".join(unknown), jobdir),
                        hint="the tasks are {}".format(",".join(executor.order)))  # fmt: skip
-    if tasks is None:
-        (jobdir / "cancel").touch()
-    else:
-        with (jobdir / "cancel-tasks").open("a", encoding="utf-8") as out:
-            out.write("".join(k + "\n" for k in keys))
+    request_cancel(jobdir, None if tasks is None else keys)
     fd = lock(jobdir)
     if fd is None:  # the executor reads the request on its next tick
         return {"requested": keys, "by": "executor"}

@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from campaignops.backends import advice
+from campaignops.model import backendpage
 
 RENTED_NOTE = "(money: a person decides, within the cloud cap)"
 
 
 def _links(names: Sequence[str]) -> str:
-    return ", ".join(f"[`{n}`](backends/{n}.md)" for n in names)
+    return ", ".join(f"[`{n}`]({backendpage.path_of(n)})" for n in names)
 
 
 def _unrun_cluster(page: Mapping[str, Any] | None) -> bool:
@@ -58,6 +59,42 @@ def _q4(clusters: list[str], rented: list[str], nothing: str) -> str:
     return f" → {nothing}."
 
 
+def _nothing(here: list[str]) -> str:
+    if here:
+        return (
+            f"{_links(here)} if the job fits there, otherwise ask a person (no HPC or rented "
+            "backend is authorized)"
+        )
+    return "ask a person: no backend for this is authorized"
+
+
+def _smoke(smoke: str | None, hpc: list[str], rented: list[str]) -> str:
+    link = f"[`{smoke}`]({backendpage.path_of(str(smoke))})"
+    if smoke in hpc:
+        return link + ", on the partition or queue its page marks for smoke"
+    return link + (" (money: a person decides)" if smoke in rented else "")
+
+
+def _q6(clusters: list[str], rented: list[str], fanout: list[str], nothing: str) -> str:
+    line = f"   {_links(fanout) if fanout else nothing}."
+    if clusters and rented:
+        line += (
+            f" Rented overflow ({_links(rented)}) only if the cluster throttles\n"
+            "   concurrency and the budget allows."
+        )
+    return line
+
+
+def _q7(backends: Sequence[str]) -> str:
+    if len(backends) > 1:
+        return (
+            " → the next one in\n   the failover order of `campaign.yaml`: "
+            + " → ".join(backends)
+            + ". Say so in the commit message."
+        )
+    return " → there is no second\n   authorized backend: wait, or ask a person about adding one."
+
+
 def render(
     backends: Sequence[str], smoke: str | None, pages: Mapping[str, Mapping[str, Any] | None]
 ) -> str:
@@ -67,30 +104,15 @@ def render(
     k8s = [n for n in backends if _unrun_cluster(pages.get(n))]
     rented = [n for n in backends if places[n] == advice.BOX]
     here = [n for n in backends if places[n] == advice.HERE]
-    clusters = hpc + k8s
-    fanout = clusters or rented or here
-    if here:
-        nothing = (
-            f"{_links(here)} if the job fits there, otherwise ask a person (no HPC or rented "
-            "backend is authorized)"
-        )
-    else:
-        nothing = "ask a person: no backend for this is authorized"
+    clusters, nothing = hpc + k8s, _nothing(here)
     first = (
-        _links(here)
-        if here
-        else "your own machine, outside `campaign submit` (`local` is not authorized)"
+        _links(here) or "your own machine, outside `campaign submit` (`local` is not authorized)"
     )
-    smoke_link = f"[`{smoke}`](backends/{smoke}.md)"
-    if smoke in hpc:
-        smoke_link += ", on the partition or queue its page marks for smoke"
-    elif smoke in rented:
-        smoke_link += " (money: a person decides)"
     lines = [
         "1. **A CPU task under 30 minutes** (file munging, lint, plots, analysis)?",
         f"   → {first}: no queue, no setup cost.",
         "2. **A smoke test of a new or changed config, or a GPU job under an hour?**",
-        f"   → the smoke backend {smoke_link}.",
+        f"   → the smoke backend {_smoke(smoke, hpc, rented)}.",
         "3. **A single 1–8 hour job with no dependencies?**" + _q3(clusters, rented, nothing),
         "4. **8–24 hours?**" + _q4(clusters, rented, nothing),
         "5. **Over 24 hours?** → a chain of shorter jobs that checkpoint and restart",
@@ -99,22 +121,9 @@ def render(
         "   person's agreement.",
         "6. **An ensemble of 50+ independent runs?** → one array job (one submission) with a"
         " concurrency cap on",
-        f"   {_links(fanout) if fanout else nothing}."
-        + (
-            f" Rented overflow ({_links(rented)}) only if the cluster throttles\n"
-            "   concurrency and the budget allows."
-            if clusters and rented
-            else ""
-        ),
+        _q6(clusters, rented, clusters or rented or here, nothing),
         "7. **The first backend unreachable** (VPN, maintenance, expired allocation)?"
-        + (
-            " → the next one in\n   the failover order of `campaign.yaml`: "
-            + " → ".join(backends)
-            + ". Say so in the commit message."
-            if len(backends) > 1
-            else " → there is no second\n   authorized backend: wait, or ask a person about"
-            " adding one."
-        ),
+        + _q7(backends),
     ]
     if k8s:
         lines += [

@@ -15,9 +15,12 @@ Files under the state root (``.campaign/local/``), one directory per job:
 - ``<id>/executor.pid``: the executor's pid, written by ``submit`` once it has started it;
 - ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
 
-This module is the executor (``run``: the task loop, limits, reaping) and the command line;
+This module is the executor (``run``: the task loop over these files) and the command line;
 ``submit`` and ``cancel`` are in campaignops.backends.local.jobfiles, the readers behind ``status`` and
-``siblings`` in campaignops.backends.local.state.
+``siblings`` in campaignops.backends.local.state. The rules each task runs under (its own
+session, the time limit and warning, TERM then KILL, the memory limit, cancel requests, afterok,
+reaping) are the one supervisor's, in campaignops.remote.boxexec, which also runs box and local
+GPU jobs: this executor keeps only the local job's files and its task bookkeeping.
 
 ``submit`` starts ``run`` in a new session (``setsid``), so the executor is the leader of its
 own process group, which is what ``status`` probes with ``kill -0 -- -PGID``. On Linux the
@@ -29,7 +32,6 @@ dependencies, lost executors, limits and signals are listed in campaignops.backe
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import signal
@@ -42,25 +44,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends.local.jobfiles import (
-    cancel,
-    cancelled_tasks,
-    killpg,
-    now,
-    submit,
-    write_json,
-)
+from campaignops.backends.local.jobfiles import cancel, now, submit, write_json
 from campaignops.backends.local.machine import EXECUTOR, Directives, fold, parse_directives
 from campaignops.backends.local.state import jobs, view
 from campaignops.core.errors import CampaignError
 from campaignops.model.jobspec import TASK_INDEX
 from campaignops.model.states import FINISHED
+from campaignops.remote.boxexec import (
+    afterok,
+    become_subreaper,
+    cancel_requests,
+    fresh_clock,
+    police,
+    reap,
+    reap_adopted,
+    reap_orphans,
+    request_cancel,
+    spawn,
+    stop,
+)
 
 TICK_S = 0.1  # how often the executor looks at its tasks (a few syscalls; not a scheduler)
-MEM_TICK_S = 1.0  # how often a task's memory is read (a /proc walk)
 DEPENDENCY_TICK_S = 0.25
 FINAL_REAP_S = 1.0
-PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 Json = dict[str, Any]
 
 
@@ -80,12 +86,8 @@ class _Task:
     ended: str | None = None
     elapsed_s: float | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    t0: float = 0.0
-    warned: bool = False
-    stop: str | None = None  # TIMEOUT or CANCELLED once TERM went out
-    term_at: float = 0.0
-    killed: bool = False
-    mem_checked: float = 0.0
+    # The supervisor's clock (campaignops.remote.boxexec.fresh_clock), on time.monotonic().
+    clock: dict[str, Any] = field(default_factory=lambda: fresh_clock(0.0))
 
     def public(self) -> Json:
         keys = ("index", "state", "exit_code", "pgid", "started", "ended", "elapsed_s")
@@ -109,8 +111,14 @@ class _Executor:
     def dir(self) -> Path:
         return self.root / self.job_id
 
+    def requests(self) -> tuple[bool, set[int]]:
+        """Whether the whole job is to stop (a TERM, or ``cancel``), and which tasks alone."""
+        everything, some = cancel_requests(self.dir)
+        single = {int(k) for k in some if k.isascii() and k.isdigit()}
+        return self.cancel_signalled or everything, single
+
     def cancelled(self) -> bool:
-        return self.cancel_signalled or (self.dir / "cancel").exists()
+        return self.requests()[0]
 
     def save(self, **end: Any) -> None:
         data: Json = {"job_id": self.job_id, "state": self.state, "reason": self.reason}
@@ -128,82 +136,40 @@ class _Executor:
         self.save(ended=now(), exit_code=exit_code, elapsed_s=elapsed)
 
     def parents(self) -> str:
-        states = [view(self.root, p)["state"] for p in self.d.after]
-        if all(s == "COMPLETED" for s in states):
-            return "ok"
-        # One parent that ended otherwise than COMPLETED (or is unknown) and afterok can never
-        # hold; parents still running are waited for, however many have completed.
-        ended_badly = (s != "COMPLETED" and (s in FINISHED or s == "UNKNOWN") for s in states)
-        return "never" if any(ended_badly) else "wait"
+        return afterok((view(self.root, p)["state"] for p in self.d.after), FINISHED)
 
     def start(self, task: _Task) -> None:
-        task.t0, task.started, task.state = time.monotonic(), now(), "RUNNING"
+        task.clock, task.started, task.state = fresh_clock(time.monotonic()), now(), "RUNNING"
         if self.t0 is None:
             self.t0, self.started, self.state = time.time(), task.started, "RUNNING"
+        env = {**os.environ, TASK_INDEX: str(task.index)}
         try:
-            task.log.parent.mkdir(parents=True, exist_ok=True)
-            with task.log.open("ab") as out:
-                task.proc = subprocess.Popen(
-                    ["bash", str(self.dir / "script.sh")],
-                    env={**os.environ, TASK_INDEX: str(task.index)},
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # its own group: a limit or cancel hits this task only
-                )
+            task.proc = spawn(["bash", str(self.dir / "script.sh")], log=task.log, env=env)
         except OSError as exc:
             print(f"task {task.index}: cannot start: {exc}", file=sys.stderr, flush=True)
             task.state, task.ended, task.elapsed_s = "FAILED", now(), 0.0
             return
         task.pgid = task.proc.pid
 
-    def stop(self, task: _Task, why: str) -> None:
-        if task.stop is None:
-            task.stop, task.term_at = why, time.monotonic()
-            killpg(task.pgid, signal.SIGTERM)
-
     def tick(self, task: _Task) -> bool:
-        """Advance one running task; True once it has ended."""
+        """Advance one running task under the supervisor's rules; True once it has ended."""
         assert task.proc is not None and task.pgid is not None
-        # WNOWAIT leaves the leader a zombie, so its group id cannot be reused while we kill
-        # whatever the task left behind in the group.
-        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
-        if os.waitid(os.P_PID, task.pgid, flags) is not None:
-            killpg(task.pgid, signal.SIGKILL)
-            code = task.proc.wait()
-            task.exit_code = code if code >= 0 else 128 - code
-            task.state = task.stop or ("COMPLETED" if code == 0 else "FAILED")
-            task.ended, task.elapsed_s = now(), round(time.monotonic() - task.t0, 3)
+        code = reap(task.proc)
+        if code is not None:
+            task.exit_code = code
+            task.state = task.clock["stop"] or ("COMPLETED" if code == 0 else "FAILED")
+            task.ended, task.elapsed_s = now(), round(time.monotonic() - task.clock["t0"], 3)
             return True
-        age = time.monotonic() - task.t0
-        limit = self.d.time_s
-        if limit is not None and self.d.warning and not task.warned:
-            name, before = self.d.warning
-            if age >= limit - before:
-                task.warned = True
-                os.kill(task.pgid, signal.Signals[f"SIG{name}"])  # the batch shell only
-        if limit is not None and age >= limit:
-            self.stop(task, "TIMEOUT")
-        self.police_memory(task)
-        if task.stop and not task.killed and time.monotonic() - task.term_at >= self.d.kill_wait_s:
-            task.killed = True
-            killpg(task.pgid, signal.SIGKILL)
+        d = self.d
+        if police(
+            task.clock, task.pgid, now=time.monotonic(), limit=d.time_s, warning=d.warning,
+            kill_wait=d.kill_wait_s, mem_cap=d.mem_bytes,
+        ):  # fmt: skip
+            print(
+                f"task {task.index}: over its memory limit ({d.mem_bytes} bytes): killed",
+                flush=True,
+            )
         return False
-
-    def police_memory(self, task: _Task) -> None:
-        """Kill a task whose process group holds more resident memory than its limit, at once
-        (as Slurm's OverMemoryKill does without cgroups): it ends OUT_OF_MEMORY."""
-        cap = self.d.mem_bytes
-        if cap is None or task.killed or task.pgid is None:
-            return
-        clock = time.monotonic()
-        if clock - task.mem_checked < MEM_TICK_S:
-            return
-        task.mem_checked = clock
-        if group_rss(task.pgid) > cap:
-            task.stop, task.killed = "OUT_OF_MEMORY", True
-            print(f"task {task.index}: over its memory limit ({cap} bytes): killed", flush=True)
-            killpg(task.pgid, signal.SIGKILL)
 
     def run(self) -> None:
         self.save()
@@ -220,79 +186,29 @@ class _Executor:
         queue: deque[_Task] = deque(self.tasks)
         running: list[_Task] = []
         while queue or running:
-            if self.cancelled():
+            everything, single = self.requests()  # small reads a tick, none without a request
+            if everything:
                 while queue:
                     queue.popleft().state = "CANCELLED"
                 for task in running:
-                    self.stop(task, "CANCELLED")
-            single = cancelled_tasks(self.dir)  # one small read a tick, none without a request
+                    stop(task.clock, task.pgid, "CANCELLED", time.monotonic())
             for task in [t for t in (*queue, *running) if t.index in single]:
                 if task in queue:
                     queue.remove(task)
                     task.state = "CANCELLED"
                 else:
-                    self.stop(task, "CANCELLED")
+                    stop(task.clock, task.pgid, "CANCELLED", time.monotonic())
             while queue and len(running) < cap:
                 task = queue.popleft()
                 self.start(task)
                 if task.proc is not None:
                     running.append(task)
             running = [t for t in running if not self.tick(t)]
-            _reap_orphans({t.pgid for t in running if t.pgid is not None})
+            reap_orphans({t.pgid for t in running if t.pgid is not None})
             self.save()
             time.sleep(TICK_S)
-        _reap_adopted(FINAL_REAP_S)
+        reap_adopted(FINAL_REAP_S, TICK_S / 2)
         self.finish("cancelled" if self.cancelled() else None)
-
-
-def group_rss(pgid: int) -> int:
-    """Resident bytes of every process in the group ``pgid`` (from /proc; 0 where there is
-    none, e.g. macOS: memory is then not enforced)."""
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    proc = Path("/proc")
-    total = 0
-    for entry in proc.iterdir() if proc.is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-            if int(fields[2]) == pgid:  # state, ppid, pgrp, ... after the command's ")"
-                total += int((entry / "statm").read_bytes().split()[1]) * page
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-    return total
-
-
-def _become_subreaper() -> None:
-    # Orphans of a task's processes come back to the executor instead of PID 1 (which, in a
-    # container, may never reap them), so an ended task's group really empties.
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _reap_orphans(leaders: set[int]) -> None:
-    """Reap exited adopted orphans; stop at a running task's leader, which tick() reaps."""
-    while True:
-        try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return
-        if info is None or info.si_pid in leaders:
-            return
-        os.waitpid(info.si_pid, 0)
-
-
-def _reap_adopted(within_s: float) -> None:
-    """Reap the orphans just killed with their tasks' groups before reporting the end; give up
-    on any still alive after ``within_s`` (one that left its group with setsid: not ours)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(TICK_S / 2)
 
 
 def execute(root: Path, job_id: str) -> None:
@@ -303,10 +219,10 @@ def execute(root: Path, job_id: str) -> None:
         if executor is not None:
             executor.cancel_signalled = True
         else:
-            (root / job_id / "cancel").touch()
+            request_cancel(root / job_id)
 
     signal.signal(signal.SIGTERM, on_term)
-    _become_subreaper()
+    become_subreaper()
     d = parse_directives((root / job_id / "script.sh").read_text(encoding="utf-8"))
     stem = f"{d.name}-{job_id}"
     logs = Path(d.workdir) / d.log_dir

@@ -11,9 +11,7 @@ campaignops.backends.local.state.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -41,8 +39,8 @@ from campaignops.backends.local.state import (
 )
 from campaignops.core.atomic import write_atomic
 from campaignops.model.states import FINISHED
+from campaignops.remote.boxexec import killpg, request_cancel
 
-TASK_CANCELS = "cancel-tasks"
 Json = dict[str, Any]
 
 
@@ -52,12 +50,6 @@ def now() -> str:
 
 def write_json(path: Path, data: Json) -> None:
     write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-
-
-def killpg(pgid: int | None, sig: int) -> None:
-    if pgid is not None and pgid > 1:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, sig)
 
 
 # --- submit ------------------------------------------------------------------------------------
@@ -99,15 +91,6 @@ def submit(root: Path, script: Path) -> str:
 # --- cancel ------------------------------------------------------------------------------------
 
 
-def cancelled_tasks(job_dir: Path) -> set[int]:
-    """The array tasks a ``cancel <id>_<index>`` asked to stop."""
-    try:
-        text = (job_dir / TASK_CANCELS).read_text(encoding="ascii")
-    except FileNotFoundError:
-        return set()
-    return {int(line) for line in text.split() if line.isdigit()}
-
-
 def _state(root: Path, job_id: str) -> dict[str, Any] | None:
     """The job's state.json for a cancel; a broken one is refused, not overwritten."""
     state = read_state(root / job_id)
@@ -127,11 +110,7 @@ def cancel_task(root: Path, job_id: str, index: int) -> None:
     size = job["size"] if isinstance(job, dict) else 1
     if index >= size:
         raise LocalBackendError(message=f"local job {job_id} has no task {index} (0-{size - 1})")
-    fd = os.open(job_dir / TASK_CANCELS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, f"{index}\n".encode("ascii"))  # one short append: never torn
-    finally:
-        os.close(fd)
+    request_cancel(job_dir, [str(index)])
     state = _state(root, job_id)
     if state is None or state["state"] in FINISHED:
         return
@@ -157,7 +136,7 @@ def cancel(root: Path, job_id: str) -> None:
             raise LocalBackendError(message=f"{job_id!r} is not <job id>_<task index>")
         cancel_task(root, base, int(index))
         return
-    (job_dir / "cancel").touch()
+    request_cancel(job_dir)
     state = _state(root, base)
     if state is not None and state["state"] in FINISHED:
         return

@@ -51,6 +51,7 @@ from campaignops.model import walltime
 from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState
 from campaignops.model.states import FINISHED, STATES
 from campaignops.model.states import worst as spec_worst
+from campaignops.remote.boxexec import KILL_WAIT_S  # the supervisor's default, rendered
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
 EXECUTOR = "campaignops.backends.local.executor"
@@ -58,7 +59,6 @@ STARTED_BY = "executor.pid"  # written by submit once the executor is started
 PREFIX = "#LOCAL "
 # #LOCAL time= mirrors #SBATCH --time: D-HH:MM:SS.
 WALLTIME = walltime.dhms
-KILL_WAIT_S = 30
 WARNING_SIGNAL = "USR1"
 # local-<n>-<6 hex>: the counter orders one clone's jobs; the random part keeps two clones of a
 # campaign (each with its own .campaign/local) from both handing out local-1 into one ledger.
