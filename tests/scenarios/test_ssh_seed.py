@@ -55,6 +55,7 @@ jobs:
   - id: train
     cmd: |
       echo "epoch 1 of 3"
+      seq 1 300
       echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" >&2
       exit 1
     output: ${CAMPAIGN_OUT}/train.pt
@@ -123,9 +124,15 @@ def test_a_failed_box_task_is_diagnosed_from_its_own_log(  # type: ignore[no-unt
     assert (task.category, task.entry) == ("oom-gpu", "cuda-oom")
     # The refresh that saw it end brought its log's tail home, where every backend's log is.
     log = camp / f"logs/{job.text('name')}-{job.job_id}.out"
-    assert "CUDA out of memory" in log.read_text()
+    tail = log.read_text().splitlines()  # its tail: the last 200 lines
+    assert len(tail) == 200 and "CUDA out of memory" in tail[-1] and "epoch 1 of 3" not in tail
     assert job.text("signature") == "cuda-oom"
     told = run("diagnose", str(job.job_id), "--format", "json")
     assert told.code == 0, told.err
     doc = json.loads(told.out)
     assert (doc["category"], doc["entry"]) == ("oom-gpu", "cuda-oom")
+    # campaign pull brings the whole log over the tail (the task's output is missing: exit 1).
+    pulled = run("pull", str(job.job_id))
+    assert pulled.code == 1 and "train on box1: missing" in pulled.out, pulled.out
+    whole = log.read_text().splitlines()
+    assert len(whole) == 302 and whole[0] == "epoch 1 of 3"

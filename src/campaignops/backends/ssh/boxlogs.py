@@ -17,13 +17,15 @@ path this checkout computes (never one the box names), bounded, never through a 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from campaignops.backends.local import machine as local
 from campaignops.backends.ssh import outputs as outputpaths
+from campaignops.backends.ssh import pullcopy
 from campaignops.backends.ssh.answers import index_of
+from campaignops.backends.ssh.instances import Instance
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import CampaignError
 from campaignops.remote import boxexec
@@ -122,3 +124,26 @@ def pulled(job_id: str, record: Mapping[str, Any], indices: Iterable[int]) -> di
     """For ``campaign pull``: each finished task's log on the box (relative to its deploy
     directory) → where this checkout keeps it."""
     return {box_path(job_id, record, i): home_path(job_id, record, i) for i in indices}
+
+
+def fetch(
+    root: Path,
+    box: Instance,
+    shares: Sequence[tuple[str, Mapping[str, Any], str, Sequence[int]]],
+    listed: Mapping[str, Mapping[int, Any]],
+    run: pullcopy.Run,
+    step: Callable[[str], None],
+) -> None:
+    """``campaign pull``'s copy of the whole log of each task that ended (``shares``: job id,
+    its ledger record, its deploy directory, its indices there; ``listed``: the box's outputs
+    answer, which names only ended tasks), over the tail a refresh brought. Logs are no
+    outputs: nothing about them enters a verdict."""
+    wanted: dict[str, dict[str, str]] = {}
+    for job_id, record, deploy, indices in shares:
+        ended = [i for i in indices if i in listed.get(job_id, {})]
+        wanted.setdefault(deploy, {}).update(pulled(job_id, record, ended))
+    for deploy, logs in sorted(wanted.items()):
+        if not logs:
+            continue
+        step(f"{box.name}: copying {len(logs)} log(s) from {deploy}")
+        pullcopy.fetch(box, deploy, sorted(logs), root, run, dest=logs)

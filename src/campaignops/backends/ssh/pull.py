@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.ssh import answers as boxanswers
+from campaignops.backends.ssh import boxlogs, pullcopy, roster
 from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh import outputs as outputpaths
 from campaignops.backends.ssh import placement as sshplaced
-from campaignops.backends.ssh import pullcopy, roster
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import InputError
 from campaignops.core.layout import stage_root
@@ -79,6 +79,7 @@ class Placed:
     backend: str = ""
     stage: str = ""
     entry: Any = None  # the placement entry as recorded
+    job: Any = None  # the job's ledger record (its name and every placement: boxlogs)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def placements(jobs: Iterable[ledger.Job]) -> list[Placed]:
                         backend=job.backend or "",
                         stage=job.stage or "",
                         entry=entry,
+                        job=job.record,
                     )
                 )
             except (KeyError, TypeError, ValueError, AttributeError):
@@ -345,6 +347,8 @@ def pull(
             size = sum(remote[f].size for f in files)
             step(f"{box.name}: copying {len(files)} file(s), {_size(size)}, from {deploy}")
             not_kept.update(pullcopy.fetch(box, deploy, sorted(files), root, run))
+        ended = [(s.job_id, s.job or {}, r.deploy, r.indices) for s, r in group]
+        boxlogs.fetch(root, box, ended, listed, run, step)
     if judged:
         step(f"verifying {len(judged)} cell(s)" + (f" and running {verify}" if verify else ""))
     return done + _judged(root, judged, remote, not_kept, verify, cell)
