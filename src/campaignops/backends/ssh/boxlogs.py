@@ -129,21 +129,17 @@ def pulled(job_id: str, record: Mapping[str, Any], indices: Iterable[int]) -> di
 def fetch(
     root: Path,
     box: Instance,
-    shares: Sequence[tuple[str, Mapping[str, Any], str, Sequence[int]]],
-    listed: Mapping[str, Mapping[int, Any]],
+    tasks: Sequence[tuple[str, Mapping[str, Any], str, int]],
     run: pullcopy.Run,
     step: Callable[[str], None],
 ) -> None:
-    """``campaign pull``'s copy of the whole log of each task that ended (``shares``: job id,
-    its ledger record, its deploy directory, its indices there; ``listed``: the box's outputs
-    answer, which names only ended tasks), over the tail a refresh brought. Logs are no
-    outputs: nothing about them enters a verdict."""
+    """``campaign pull``'s copy of the whole log of each cell it judged on the box (``tasks``:
+    job id, its ledger record, its deploy directory, the index), over the tail a refresh
+    brought; none of a share pull refused or could not trust. Logs are no outputs: nothing
+    about them enters a verdict."""
     wanted: dict[str, dict[str, str]] = {}
-    for job_id, record, deploy, indices in shares:
-        ended = [i for i in indices if i in listed.get(job_id, {})]
-        wanted.setdefault(deploy, {}).update(pulled(job_id, record, ended))
+    for job_id, record, deploy, index in tasks:
+        wanted.setdefault(deploy, {}).update(pulled(job_id, record, [index]))
     for deploy, logs in sorted(wanted.items()):
-        if not logs:
-            continue
         step(f"{box.name}: copying {len(logs)} log(s) from {deploy}")
         pullcopy.fetch(box, deploy, sorted(logs), root, run, dest=logs)

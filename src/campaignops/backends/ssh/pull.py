@@ -334,6 +334,7 @@ def pull(
             continue
         listed = parse_outputs(answer.stdout)
         wanted: dict[str, set[str]] = {}
+        logs: list[tuple[str, Any, str, int]] = []  # each judged cell's: boxlogs.fetch
         for s, r in group:
             for i in r.indices:
                 chosen = _chosen(s, r, i, listed.get(s.job_id))
@@ -343,12 +344,12 @@ def pull(
                 remote.update(chosen.facts)
                 wanted.setdefault(r.deploy, set()).update(chosen.facts)
                 judged.append((s, i, roster.Expected(name(s, i), chosen.outputs), chosen))
+                logs.append((s.job_id, s.job or {}, r.deploy, i))
         for deploy, files in sorted(wanted.items()):
             size = sum(remote[f].size for f in files)
             step(f"{box.name}: copying {len(files)} file(s), {_size(size)}, from {deploy}")
             not_kept.update(pullcopy.fetch(box, deploy, sorted(files), root, run))
-        ended = [(s.job_id, s.job or {}, r.deploy, r.indices) for s, r in group]
-        boxlogs.fetch(root, box, ended, listed, run, step)
+        boxlogs.fetch(root, box, logs, run, step)
     if judged:
         step(f"verifying {len(judged)} cell(s)" + (f" and running {verify}" if verify else ""))
     return done + _judged(root, judged, remote, not_kept, verify, cell)
