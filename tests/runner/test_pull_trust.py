@@ -203,13 +203,14 @@ def test_a_record_from_before_outputs_were_recorded_copies_nothing(tmp_path: Pat
 def test_a_declared_output_is_copied_through_a_private_list(tmp_path: Path) -> None:
     campaign(tmp_path, placement(outputs={"0": ["runs/smoke/a"]}))
     answer = f"{pull.JOB_MARK}ssh-1-aaaaaa\n" + json.dumps({"0": [entry("runs/smoke/a", b"x")]})
-    seen: dict[str, Any] = {}
+    calls: list[dict[str, Any]] = []
 
     def run(argv: list[str], **kwargs: Any) -> Any:
-        seen.update(argv=argv, stdin=kwargs["input"])
+        calls.append({"argv": argv, "stdin": kwargs["input"]})
         stage = Path(argv[-1])
-        (stage / "runs/smoke").mkdir(parents=True)
-        (stage / "runs/smoke/a").write_bytes(b"x")
+        for rel in kwargs["input"].split("\0")[:-1]:  # the box sends what it is asked for
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            (stage / rel).write_bytes(b"x" if rel.startswith("runs/") else b"the log\n")
         return type("Done", (), {"returncode": 0, "stderr": ""})()
 
     steps: list[str] = []
@@ -227,12 +228,17 @@ def test_a_declared_output_is_copied_through_a_private_list(tmp_path: Path) -> N
     assert steps == [
         "box1: asking for the finished outputs",
         f"box1: copying 1 file(s), 1 B, from /w/camp/{COMMIT}",
+        f"box1: copying 1 log(s) from /w/camp/{COMMIT}",  # the task's whole log (boxlogs)
         "verifying 1 cell(s)",
     ]
+    seen, logs = calls
     assert seen["stdin"] == "runs/smoke/a\0" and "--files-from=-" in seen["argv"]
     assert "-a" not in seen["argv"] and "--no-links" in seen["argv"]
     assert seen["argv"][-1].startswith(str(tmp_path / ".campaign/ssh/.pull/box1"))
     assert (tmp_path / "runs/smoke/a").read_bytes() == b"x"
+    # The log: the executor's name on the box, the backend's log_path here (one task: no index).
+    assert logs["stdin"] == "logs/-ssh-1-aaaaaa_0.out\0" and logs["argv"][1:] == seen["argv"][1:]
+    assert (tmp_path / "logs/-ssh-1-aaaaaa.out").read_text() == "the log\n"
     assert not (tmp_path / ".campaign/ssh/.pull").exists()
 
 

@@ -143,8 +143,8 @@ def test_deploy_sends_the_commit_tree_once(ssh_boxes: Any, tmp_path: Path) -> No
     tree = sshlink.archive(repo, commit)
     first = sshlink.call(box, sshlink.deploy_command(target), stdin=tree)
     assert first.returncode == 0, first.stderr
-    listing = sshlink.call(box, f"cd {target} && ls -A && cat run.sh").stdout
-    assert listing == "run.sh\necho committed\n"
+    listing = sshlink.call(box, f"cd {target} && ls -A && cat run.sh && readlink runs").stdout
+    assert listing == "run.sh\nruns\necho committed\n../runs\n"  # runs: the durable root
     # Again (another submission of the same commit): the tree is kept as it is.
     sshlink.call(box, f"echo mine > {target}/marker")
     again = sshlink.call(box, sshlink.deploy_command(target), stdin=tree)

@@ -153,8 +153,10 @@ def test_the_example_queue_runs_on_both_boxes(camp: Path, run, ssh_boxes, ssh_lo
     for p in placement:
         cells = sorted(d.name for d in (Path(p["dir"]) / "runs/smoke").iterdir() if d.is_dir())
         assert len(cells) == 1, (p["instance"]["name"], cells)
-    # The campaign went over once, as the submitted commit's tree.
-    assert [d.name for d in (ssh_boxes[0].workdir / "boxes").iterdir()] == [commit]
+    # The campaign went over once, as the submitted commit's tree, beside the campaign's
+    # durable output root, which the tree's runs/ leads to.
+    assert sorted(d.name for d in (ssh_boxes[0].workdir / "boxes").iterdir()) == [commit, "runs"]
+    assert str((ssh_boxes[0].workdir / "boxes" / commit / "runs").readlink()) == "../runs"
 
 
 def test_one_refresh_is_one_ssh_call_per_box(camp: Path, run, ssh_boxes, ssh_log: Path) -> None:  # type: ignore[no-untyped-def]

@@ -50,6 +50,7 @@ TMUX_SOCKET = os.environ.get("BOXEXEC_TMUX_SOCKET", "campaignops")
 TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
 GPU_POLL_S = float(os.environ.get("BOXEXEC_GPU_POLL_S", "10"))  # a busy box is not asked more
 TAIL_LINES, TAIL_BYTES = 200, 1 << 18
+HOME_TAIL_BYTES = 1 << 16  # a log tail the runner fetches (cmd_tails)
 STARTING_S = float(os.environ.get("BOXEXEC_STARTING_S", "60"))
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
@@ -920,6 +921,24 @@ def cmd_outputs(jobdir: Path) -> dict[str, Any]:
     return found
 
 
+def cmd_tails(root: Path, pairs: Sequence[str]) -> dict[str, Any]:
+    """The last TAIL_LINES lines (at most HOME_TAIL_BYTES) of each named task's log, for the
+    tasks (``JOB=1,4``) that have ended: what a refresh brings home (docs/runner.md)."""
+    found: dict[str, Any] = {}
+    for job, _, keys in (p.partition("=") for p in pairs):
+        try:
+            executor = Executor(root / job) if NAME.fullmatch(job) else None
+        except BoxError:
+            executor = None
+        for key in keys.split(",") if executor else ():
+            if executor and executor.tasks.get(key, {}).get("state") in FINISHED:
+                with contextlib.suppress(OSError), executor.log(key).open("rb") as f:
+                    f.seek(max(0, executor.log(key).stat().st_size - HOME_TAIL_BYTES))
+                    lines = f.read().decode("utf-8", "replace").splitlines()[-TAIL_LINES:]
+                    found.setdefault(job, {})[key] = "".join(x + "\n" for x in lines)
+    return found
+
+
 def cmd_wrap(receipt: Path, argv: Sequence[str]) -> int:
     """Run one task attempt and write its receipt. TERM/INT/HUP reach the task through the
     group; the wrapper outlives them to write the receipt. The warning (sent to the wrapper
@@ -965,6 +984,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = sub.add_parser("verdict", help=text, description=text)
     verdict.add_argument("root", help="<workdir>/.campaignops/jobs")
     verdict.add_argument("pairs", nargs="+", metavar="JOB=STATE")
+    text = "the log tails of the named tasks that have ended (JOB=1,4), in one document"
+    tails = sub.add_parser("tails", help=text, description=text)
+    tails.add_argument("root", help="<workdir>/.campaignops/jobs")
+    tails.add_argument("pairs", nargs="*", metavar="JOB=INDICES")
     text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
     cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
@@ -975,6 +998,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = cmd_status(Path(args.root), args.jobs)
         elif args.command == "verdict":
             result = cmd_verdict(Path(args.root), args.pairs)
+        elif args.command == "tails":
+            result = cmd_tails(Path(args.root), args.pairs)
         else:
             jobdir = Path(args.jobdir).absolute()
             if args.command == "start":

@@ -18,8 +18,9 @@ two helper processes on this machine, which make the ssh calls (campaignops.back
 
 The rendered script is the local backend's (``#LOCAL`` directives, the shared task block), with
 the work directory a placeholder that sshsubmit replaces by each instance's deploy directory.
-Task logs stay on the box under the deploy directory (``log_path``, relative to it): diagnose
-reads them once ``campaign pull`` brought them home.
+Task logs are written on the box under the deploy directory; a refresh brings each ended
+task's tail to ``log_path`` (relative to the campaign root) and ``campaign pull`` the whole log
+(campaignops.backends.ssh.boxlogs): diagnose reads them there, as for every backend.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import CampaignError
+from campaignops.core.layout import OUT_ROOT as OUT_LINK  # ${CAMPAIGN_OUT} is runs/<stage>
 from campaignops.remote import boxexec
 
 SSH_FAILED = 255
@@ -267,6 +268,14 @@ def deploy_dir(box: Instance, slug: str, commit: str) -> str:
     return f"{box.workdir}/{slug}/{commit}"
 
 
+def data_root(box: Instance, slug: str) -> str:
+    """The campaign's durable output root on the box, ``<workdir>/<campaign>/runs``: every
+    deployed commit's ``runs`` is a link to it (deploy_command), so a stage's outputs are
+    addressed by stage and cell, never by the commit that wrote them (a student submitted
+    after a fix commit finds its teacher's checkpoint)."""
+    return f"{box.workdir}/{slug}/{OUT_LINK}"
+
+
 def archive(root: Path, commit: str) -> bytes:
     """The campaign's tree at ``commit`` as a tar (never the working tree)."""
     done = subprocess.run(
@@ -283,16 +292,26 @@ def archive(root: Path, commit: str) -> bytes:
 def deploy_command(target: str) -> str:
     """Unpack stdin's tar into ``target`` once: into a temporary sibling, then one rename, so a
     reader never sees half a tree; an existing target is kept (a commit's tree never changes).
+    Its ``runs`` is the relative link ``../runs``, the campaign's durable root (data_root),
+    made before the rename (a committed ``runs/`` is merged into the root, never over a file
+    there) and, for a tree deployed before there was one, added when nothing is in its way.
     First ``~/.no_auto_tmux``: Vast.ai starts every SSH login inside tmux unless it exists
     (github.com/vast-ai/docs documentation/instances/connect/ssh.mdx, verified 2026-11); an
     empty file in the box user's home, harmless elsewhere."""
     t = shlex.quote(target)
     tmp = shlex.quote(f"{target}.tmp") + ".$$"
+    root = shlex.quote(f"{target.rsplit('/', 1)[0]}/{OUT_LINK}")
+    link = f"ln -s ../{OUT_LINK}"
     return (
         "touch ~/.no_auto_tmux 2>/dev/null; "
-        f"if [ -d {t} ]; then cat >/dev/null; exit 0; fi; "
-        f"mkdir -p {tmp} && tar -x -f - -C {tmp} && mv -T {tmp} {t} "
-        f"|| {{ rm -rf {tmp}; [ -d {t} ]; }}"
+        f"mkdir -p {root} || exit 1; "
+        f"if [ -d {t} ]; then cat >/dev/null; "
+        f"elif ! {{ mkdir -p {tmp} && tar -x -f - -C {tmp} && "
+        f"{{ [ -L {tmp}/{OUT_LINK} ] || [ ! -d {tmp}/{OUT_LINK} ] || "
+        f"cp -Rn {tmp}/{OUT_LINK}/. {root}/; }} && rm -rf {tmp}/{OUT_LINK} && "
+        f"{link} {tmp}/{OUT_LINK} && mv -T {tmp} {t}; }}; "
+        f"then rm -rf {tmp}; [ -d {t} ] || exit 1; fi; "
+        f"[ -e {t}/{OUT_LINK} ] || [ -L {t}/{OUT_LINK} ] || {link} {t}/{OUT_LINK}"
     )
 
 

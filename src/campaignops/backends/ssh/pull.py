@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.ssh import answers as boxanswers
+from campaignops.backends.ssh import boxlogs, pullcopy, roster
 from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh import outputs as outputpaths
 from campaignops.backends.ssh import placement as sshplaced
-from campaignops.backends.ssh import pullcopy, roster
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import InputError
 from campaignops.core.layout import stage_root
@@ -79,6 +79,7 @@ class Placed:
     backend: str = ""
     stage: str = ""
     entry: Any = None  # the placement entry as recorded
+    job: Any = None  # the job's ledger record (its name and every placement: boxlogs)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def placements(jobs: Iterable[ledger.Job]) -> list[Placed]:
                         backend=job.backend or "",
                         stage=job.stage or "",
                         entry=entry,
+                        job=job.record,
                     )
                 )
             except (KeyError, TypeError, ValueError, AttributeError):
@@ -332,6 +334,7 @@ def pull(
             continue
         listed = parse_outputs(answer.stdout)
         wanted: dict[str, set[str]] = {}
+        logs: list[tuple[str, Any, str, int]] = []  # each judged cell's: boxlogs.fetch
         for s, r in group:
             for i in r.indices:
                 chosen = _chosen(s, r, i, listed.get(s.job_id))
@@ -341,10 +344,12 @@ def pull(
                 remote.update(chosen.facts)
                 wanted.setdefault(r.deploy, set()).update(chosen.facts)
                 judged.append((s, i, roster.Expected(name(s, i), chosen.outputs), chosen))
+                logs.append((s.job_id, s.job or {}, r.deploy, i))
         for deploy, files in sorted(wanted.items()):
             size = sum(remote[f].size for f in files)
             step(f"{box.name}: copying {len(files)} file(s), {_size(size)}, from {deploy}")
             not_kept.update(pullcopy.fetch(box, deploy, sorted(files), root, run))
+        boxlogs.fetch(root, box, logs, run, step)
     if judged:
         step(f"verifying {len(judged)} cell(s)" + (f" and running {verify}" if verify else ""))
     return done + _judged(root, judged, remote, not_kept, verify, cell)

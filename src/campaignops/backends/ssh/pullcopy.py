@@ -28,7 +28,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from campaignops.backends.ssh import link as sshlink
@@ -96,8 +96,16 @@ def staging(root: Path, box: Instance, deploy: str) -> Path:
     return path
 
 
-def fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run) -> dict[str, str]:
-    """Copy ``files`` (checked relative paths) from ``deploy`` on the box into the checkout;
+def fetch(
+    box: Instance,
+    deploy: str,
+    files: Sequence[str],
+    root: Path,
+    run: Run,
+    dest: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Copy ``files`` (checked relative paths) from ``deploy`` on the box into the checkout,
+    each at its own path or at ``dest``'s for it (a log's name here, computed by this checkout);
     returns why each one that came but was not placed was refused."""
     stage = staging(root, box, deploy)
     try:
@@ -124,7 +132,7 @@ def fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run
     refused = {}
     try:
         for rel in files:
-            problem = place(root, stage, rel)
+            problem = place(root, stage, rel, (dest or {}).get(rel, rel))
             if problem is not None:
                 refused[rel] = problem
     finally:
@@ -135,9 +143,11 @@ def fetch(box: Instance, deploy: str, files: Sequence[str], root: Path, run: Run
     return refused
 
 
-def place(root: Path, stage: Path, rel: str) -> str | None:
-    """Move the staged ``rel`` into the checkout when it is a regular file and every parent
-    there is a real directory; why not otherwise (None: placed, or it did not come)."""
+def place(root: Path, stage: Path, rel: str, to: str | None = None) -> str | None:
+    """Move the staged ``rel`` into the checkout (at ``to``, default ``rel``) when it is a
+    regular file and every parent there is a real directory; why not otherwise (None: placed,
+    or it did not come)."""
+    to = rel if to is None else to
     source = stage / rel
     if outputpaths.parents_problem(stage, rel) is not None:
         return "arrived below a link"
@@ -148,15 +158,15 @@ def place(root: Path, stage: Path, rel: str) -> str | None:
     if not outputpaths.regular(source):
         return f"arrived as something else than a regular file (mode {mode:o}): not kept"
     here = root
-    for part in PurePosixPath(rel).parts[:-1]:
+    for part in PurePosixPath(to).parts[:-1]:
         here = here / part
         with contextlib.suppress(FileExistsError):
             here.mkdir()
-    problem = outputpaths.parents_problem(root, rel)
+    problem = outputpaths.parents_problem(root, to)
     if problem is not None:
         return f"not written: {problem}"
     try:
-        source.replace(root / rel)
+        source.replace(root / to)
     except OSError as exc:
         return f"not written: {exc.strerror}"
     return None

@@ -37,6 +37,7 @@ from typing import Any
 
 from campaignops.backends.ssh import afterok as sshafter
 from campaignops.backends.ssh import answers as boxanswers
+from campaignops.backends.ssh import boxlogs
 from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh import placement as sshplaced
 from campaignops.backends.ssh.answers import BadAnswer
@@ -118,19 +119,22 @@ def by_instance(
     return boxes, refused
 
 
-def _ask(box: Box) -> Json:
+def _ask(box: Box, asked: Mapping[str, Sequence[int]] | None = None) -> Json:
     """The box's answer: the executor's status document, checked (boxanswers), or why there is
-    none: the box was not reached, its executor failed, or what it printed is not a status."""
+    none: the box was not reached, its executor failed, or what it printed is not a status.
+    ``asked``: the tasks whose log tail the same call brings (boxlogs), as ``tails``."""
     root = f"{box.instance.workdir}/{sshlink.STATE}/jobs"
     command = shlex.join(["python3", box.executor, "status", root, *sorted(box.jobs)])
+    command += boxlogs.command(box.executor, root, asked or {})
     try:
         answer = sshlink.call(box.instance, command)
     except CampaignError as exc:
         return {"reachable": False, "error": exc.message}
+    said, tails = boxlogs.split(answer.stdout)
     try:
         if answer.returncode != 0:
             raise BadAnswer(message=f"exit {answer.returncode}: {_last_line(answer)}")
-        doc = boxanswers.status_answer(boxanswers.loads(answer.stdout, "the answer"))
+        doc = boxanswers.status_answer(boxanswers.loads(said, "the answer"))
     except BadAnswer as exc:
         name = box.instance.name
         return {"reachable": True, "error": f"instance {name}: unusable answer: {exc.message}"}
@@ -143,7 +147,11 @@ def _ask(box: Box) -> Json:
                 restarted.append(job_id)
             except CampaignError:
                 pass  # the next refresh tries again
-    return {"reachable": True, "status": doc, "restarted": restarted}
+    try:
+        brought = boxanswers.loads(tails, "the log tails") if tails.strip() else None
+    except BadAnswer:
+        brought = None  # the status stands; the tails are asked again at the next refresh
+    return {"reachable": True, "status": doc, "restarted": restarted, "tails": brought}
 
 
 def _last_line(answer: sshlink.Answer) -> str:
@@ -158,8 +166,11 @@ def status(root: Path, backend: str, ids: Sequence[str], *, confirm: bool = Fals
     base_ids = sorted({i.partition("_")[0] for i in ids})
     records = placements(root, backend, base_ids)
     boxes, refused = by_instance(root, backend, records)
+    asked = {name: boxlogs.wanted(root, box.jobs, records) for name, box in boxes.items()}
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(boxes)))) as pool:
-        answers = dict(zip(boxes, pool.map(_ask, boxes.values()), strict=True))
+        answers = dict(zip(boxes, pool.map(_ask, boxes.values(), asked.values()), strict=True))
+    for name, answer in answers.items():
+        answer["logs"] = boxlogs.keep(root, answer.pop("tails", None), asked[name], records)
     jobs = []
     for job_id, record in sorted(records.items()):
         tasks: dict[str, Json] = {}
