@@ -5,7 +5,8 @@ to ``<workdir>/.campaignops/boxexec-<sha256[:12]>.py``. Every command prints one
 ``start JOBDIR`` detaches ``run JOBDIR`` (tmux, else a new session) unless an executor holds
 ``JOBDIR/executor.lock``; ``run`` is the loop and writes ``state.json`` atomically on every change;
 ``status ROOT [JOB…]`` answers for every job of an instance at once; ``cancel JOBDIR [--tasks
-1,4]``; ``outputs JOBDIR``; ``verdict ROOT JOB=STATE…`` (afterok across boxes). Each task attempt runs under ``wrap`` (this file again), the leader
+1,4]``; ``outputs JOBDIR``; ``verdict ROOT JOB=STATE…`` (afterok across boxes); ``tails ROOT JOB=1,4…`` (the ended tasks'
+log tails that ``status --refresh`` brings home). Each task attempt runs under ``wrap`` (this file again), the leader
 of its own session, which writes ``receipts/<index>.<attempt>.json`` when the task ends: the
 receipt, not the executor, is the record that survives an executor killed meanwhile.
 
