@@ -17,8 +17,6 @@ missing is still read.
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import json
 import math
 import re
@@ -27,195 +25,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.model.states import FINISHED
-
-STAGES = ("smoke", "single", "production")
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A ledger line that was not read: its 1-based number, why, and whether it was the last."""
-
-    line: int
-    reason: str
-    last: bool
-
-
-@dataclass(frozen=True)
-class Job:
-    """One submission: the fold of every record sharing its ledger_id, with typed accessors."""
-
-    ledger_id: str
-    record: Mapping[str, Any]
-    first_line: int
-    first_time: str | None
-
-    def text(self, key: str) -> str | None:
-        value = self.record.get(key)
-        return value if isinstance(value, str) else None
-
-    def number(self, key: str) -> float | None:
-        return _number(self.record.get(key))
-
-    @property
-    def job_id(self) -> str | None:
-        return self.text("job_id")
-
-    @property
-    def kind(self) -> str | None:
-        return self.text("kind")
-
-    @property
-    def stage(self) -> str | None:
-        return self.text("stage")
-
-    @property
-    def backend(self) -> str | None:
-        return self.text("backend")
-
-    @property
-    def state(self) -> str | None:
-        return self.text("state")
-
-    @property
-    def commit(self) -> str | None:
-        return self.text("commit")
-
-    @property
-    def error(self) -> str | None:
-        return self.text("error")
-
-    @functools.cached_property
-    def targets(self) -> tuple[str, ...]:
-        # Cached (a frozen job's record does not change): gates ask once per job and target.
-        value = self.record.get("targets")
-        if isinstance(value, list):
-            return tuple(t for t in value if isinstance(t, str))
-        return ()
-
-    @functools.cached_property
-    def _indices(self) -> Mapping[str, int]:
-        # Built backwards so a repeated target keeps its first place (tuple.index's answer).
-        targets = self.targets
-        return dict(zip(reversed(targets), range(len(targets) - 1, -1, -1), strict=True))
-
-    @property
-    def exit_code(self) -> int | None:
-        return _int(self.record.get("exit_code"))
-
-    def index_of(self, target: str) -> int | None:
-        """The array index that runs ``target`` (its place in ``targets``), or None."""
-        return self._indices.get(target)
-
-    def task(self, target: str) -> Task | None:
-        """``target``'s own outcome in this job: its array task's record, else (a job of one
-        target, or a record from before per-task states) the job's own fields."""
-        index = self.index_of(target)
-        if index is None:
-            return None
-        tasks = self.record.get("tasks")
-        own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
-        if isinstance(own, Mapping) and isinstance(own.get("state"), str):
-            return Task.of(index, own)
-        if len(self.targets) == 1 or not isinstance(tasks, Mapping):
-            return Task.of(index, self.record)
-        # An array with per-task records that has none for this task yet: as its job says,
-        # unless the job has ended (then this task's end is not known: UNKNOWN).
-        state = self.state
-        return Task(index=index, state="UNKNOWN" if state in FINISHED else state)
-
-    def target_fingerprint(self, target: str) -> str | None:
-        """The fingerprint ``target`` had when this job was submitted, where it is recorded
-        per target (or the job has one target)."""
-        by_target = self.record.get("fingerprints")
-        if isinstance(by_target, Mapping) and isinstance(by_target.get(target), str):
-            return str(by_target[target])
-        return self.text("fingerprint") if self.targets == (target,) else None
-
-    def queue_wait(self) -> float | None:
-        """Seconds between submission and start: recorded, else derived from the timestamps."""
-        return _duration(self.number("queue_wait_s"), self.text("submitted"), self.text("started"))
-
-    def run_time(self) -> float | None:
-        """Seconds between start and end: recorded, else derived from the timestamps."""
-        return _duration(self.number("run_time_s"), self.text("started"), self.text("ended"))
-
-    def sort_key(self) -> tuple[dt.datetime, str]:
-        """Submission time (the first record's time until one is known), then ledger_id."""
-        when = parse_time(self.text("submitted")) or parse_time(self.first_time)
-        return (when or _NEVER, self.ledger_id)
-
-
-@dataclass(frozen=True)
-class Task:
-    """One target's outcome within a job: its array task's state, exit code, times, usage."""
-
-    index: int
-    state: str | None
-    exit_code: int | None = None
-    reason: str | None = None
-    signature: str | None = None
-    started: str | None = None
-    ended: str | None = None
-    run_time_s: float | None = None
-    max_rss: str | None = None
-    req_mem: str | None = None
-    # What ``campaign status --refresh`` diagnosed from the task's log and verdict (recorded as
-    # ``"diagnosis": {"entry": id|null, "category": category|null}``): the catalog entry id and
-    # its category; both None when nothing matched or the task was never diagnosed.
-    entry: str | None = None
-    category: str | None = None
-    # campaign pull's verdict on the task's outputs (ssh backends): "verified", or what is wrong.
-    pulled: str | None = None
-
-    @classmethod
-    def of(cls, index: int, fields: Mapping[str, Any]) -> Task:
-        def text(key: str) -> str | None:
-            value = fields.get(key)
-            return value if isinstance(value, str) else None
-
-        run = _number(fields.get("run_time_s"))
-        found = fields.get("diagnosis")
-        diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        entry, category = diagnosis.get("entry"), diagnosis.get("category")
-        return cls(
-            index=index,
-            state=text("state"),
-            exit_code=_int(fields.get("exit_code")),
-            reason=text("reason"),
-            signature=text("signature"),
-            started=text("started"),
-            ended=text("ended"),
-            run_time_s=run if run is not None and run >= 0 else None,
-            max_rss=text("max_rss"),
-            req_mem=text("req_mem"),
-            entry=entry if isinstance(entry, str) else None,
-            category=category if isinstance(category, str) else None,
-            pulled=text("pulled"),
-        )
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state == "COMPLETED" and self.exit_code in (0, None)
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED
-
-
-def _number(value: object) -> float | None:
-    """A finite number as a float, else None (an integer too big for a float, 10**400, too)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+from campaignops.model.ledger_index import Index
+from campaignops.model.ledger_job import STAGES as STAGES
+from campaignops.model.ledger_job import Job as Job
+from campaignops.model.ledger_job import Skipped as Skipped
+from campaignops.model.ledger_job import Task as Task
+from campaignops.model.ledger_job import parse_time as parse_time
 
 
 @dataclass(frozen=True)
@@ -223,31 +38,9 @@ class Ledger:
     jobs: tuple[Job, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     by_id: Mapping[str, Job] = field(default_factory=lambda: MappingProxyType({}))
-
-
-# Jobs whose times cannot be read sort after every dated one, still ordered by ledger_id.
-_NEVER = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
-
-
-def parse_time(value: str | None) -> dt.datetime | None:
-    """An RFC 3339 timestamp as an aware datetime (naive ones taken as UTC), else None."""
-    if not value:
-        return None
-    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
-
-
-def _duration(recorded: float | None, start: str | None, end: str | None) -> float | None:
-    if recorded is not None:
-        return recorded if recorded >= 0 else None
-    begin, finish = parse_time(start), parse_time(end)
-    if begin is None or finish is None or finish < begin:
-        return None
-    return (finish - begin).total_seconds()
+    # The per-target index of ``jobs`` (campaignops.model.ledger_index), kept with the fold;
+    # None when built without one (ledger_index.of builds it from the jobs then).
+    index: Index | None = field(default=None, compare=False, repr=False)
 
 
 def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, str]:
@@ -324,6 +117,10 @@ class Folding:
     ``jobs`` holds the fields of jobs this fold may still update; ``kept`` those already handed
     out in a Ledger (read-only: a job the tail touches again is copied back into ``jobs``, so
     a Ledger once returned never changes), or read lazily from a snapshot.
+
+    ``index`` is the per-target index of the jobs as of the last ``ledger`` (None until one is
+    built or loaded); ``touched`` the jobs fed since then, each with the targets it had before
+    (none: new), which the next ``ledger`` puts into a new index.
     """
 
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -331,6 +128,9 @@ class Folding:
     first: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     skipped: list[tuple[int, str]] = field(default_factory=list)
     lines: int = 0
+    index: Index | None = None
+    touched: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    order: list[str] | None = None  # the ledger ids in submission order, as of the last ledger
 
     def copy(self) -> Folding:
         return Folding(
@@ -339,6 +139,9 @@ class Folding:
             first=dict(self.first),
             skipped=list(self.skipped),
             lines=self.lines,
+            index=self.index,
+            touched=dict(self.touched),
+            order=self.order,
         )
 
     def feed(self, text: str) -> None:
@@ -364,6 +167,8 @@ class Folding:
             if job is None:
                 kept = self.kept.pop(lid, None)
                 job = self.jobs[lid] = {} if kept is None else _thaw(kept)
+                if lid not in self.touched:
+                    self.touched[lid] = _targets(job)
             _merge(job, rec)
         self.lines += len(lines)
 
@@ -377,17 +182,48 @@ class Folding:
         """The jobs so far, sorted by submission time, then ledger_id (jobs whose times cannot
         be read last). The fold keeps going after this without changing the Ledger."""
         self.freeze()
-        jobs = [
-            Job(ledger_id=lid, record=self.kept[lid], first_line=line, first_time=time)
-            for lid, (line, time) in self.first.items()
-        ]
-        jobs.sort(key=Job.sort_key)
+        first, kept = self.first, self.kept
+        by_id = {
+            lid: Job(ledger_id=lid, record=kept[lid], first_line=line, first_time=time)
+            for lid, (line, time) in first.items()
+        }
+        self.order = _sorted(by_id, self.order, self.touched)
         skipped = (Skipped(line=n, reason=r, last=n == self.lines) for n, r in self.skipped)
+        if self.index is None:
+            self.index = Index.build(by_id[lid] for lid in self.order)
+        elif self.touched:
+            changed = ((by_id[lid], before) for lid, before in self.touched.items())
+            self.index = self.index.updated(changed, key=lambda lid: by_id[lid].sort_key())
+        self.touched.clear()
         return Ledger(
-            jobs=tuple(jobs),
+            jobs=tuple(by_id[lid] for lid in self.order),
             skipped=tuple(skipped),
-            by_id=MappingProxyType({j.ledger_id: j for j in jobs}),
+            by_id=MappingProxyType(by_id),
+            index=self.index,
         )
+
+
+def _sorted(jobs: Mapping[str, Job], order: list[str] | None, touched: Iterable[str]) -> list[str]:
+    """The ledger ids of ``jobs`` in submission order: sorted whole the first time; after that
+    ``order`` (the previous one) with only the ``touched`` jobs (new, or with a new record that
+    may have moved them) taken out and put back in their place, so a read of a 25,000-job
+    ledger does not parse every job's time again."""
+    if order is None:
+        return sorted(jobs, key=lambda lid: jobs[lid].sort_key())
+    moved = set(touched)
+    kept = [lid for lid in order if lid not in moved]
+    for lid in sorted(moved, key=lambda lid: jobs[lid].sort_key()):
+        mine = jobs[lid].sort_key()
+        n = len(kept)  # from the end: new and refreshed jobs are mostly the latest ones
+        while n and jobs[kept[n - 1]].sort_key() > mine:
+            n -= 1
+        kept.insert(n, lid)
+    return kept
+
+
+def _targets(fields: Mapping[str, Any]) -> tuple[str, ...]:
+    value = fields.get("targets")
+    return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
 
 
 def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:

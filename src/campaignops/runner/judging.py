@@ -109,6 +109,7 @@ def judged(
             page=page,
             fingerprints=facts.fingerprints,
             jobs=facts.history.jobs,
+            index=facts.history.index,
             active=facts.active,
             fixes=facts.fixes,
             unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",
