@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.model.ledger_index import Index
+from campaignops.model.ledger_index import Before, Index
 from campaignops.model.ledger_job import STAGES as STAGES
 from campaignops.model.ledger_job import Job as Job
 from campaignops.model.ledger_job import Skipped as Skipped
@@ -129,7 +129,7 @@ class Folding:
     skipped: list[tuple[int, str]] = field(default_factory=list)
     lines: int = 0
     index: Index | None = None
-    touched: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    touched: dict[str, Before | None] = field(default_factory=dict)
     order: list[str] | None = None  # the ledger ids in submission order, as of the last ledger
 
     def copy(self) -> Folding:
@@ -168,9 +168,18 @@ class Folding:
                 kept = self.kept.pop(lid, None)
                 job = self.jobs[lid] = {} if kept is None else _thaw(kept)
                 if lid not in self.touched:
-                    self.touched[lid] = _targets(job)
+                    self.touched[lid] = self._before(lid, kept)
             _merge(job, rec)
         self.lines += len(lines)
+
+    def _before(self, lid: str, kept: Mapping[str, Any] | None) -> Before | None:
+        """A job as the index saw it before this fold step changed it (None: a new one)."""
+        if kept is None or self.index is None:
+            return None
+        line, time = self.first[lid]
+        job = Job(ledger_id=lid, record=kept, first_line=line, first_time=time)
+        pairs = tuple((t, job.target_fingerprint(t)) for t in dict.fromkeys(job.targets))
+        return Before(pairs=pairs, key=job.sort_key())
 
     def freeze(self) -> None:
         """Make every job read-only (``kept``): a later ``feed`` copies what it updates."""
@@ -219,11 +228,6 @@ def _sorted(jobs: Mapping[str, Job], order: list[str] | None, touched: Iterable[
             n -= 1
         kept.insert(n, lid)
     return kept
-
-
-def _targets(fields: Mapping[str, Any]) -> tuple[str, ...]:
-    value = fields.get("targets")
-    return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
 
 
 def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:

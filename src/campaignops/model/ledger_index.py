@@ -19,7 +19,7 @@ merge): a cache of the records, never trusted over them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from campaignops.model.ledger_job import Job
@@ -62,111 +62,188 @@ def attempt_of(job: Job, target: str) -> Attempt:
     return Attempt(job.ledger_id, job.stage, job.target_fingerprint(target), outcome, signature)
 
 
+Key = tuple[str, str | None]  # a target and its fingerprint in one job
+
+
+class Before(NamedTuple):
+    """A changed job as the index last saw it: its targets' keys and its submission order."""
+
+    pairs: tuple[Key, ...]
+    key: Any
+
+
+HEADS = ("smoke", "single", "production", "passed")  # per target: latest job per stage, smoke
+
+
 class Index:
-    """See the module's docstring. Never changed once made: ``updated`` returns a new one that
-    shares every target's list it did not touch. A target's attempts loaded from a snapshot
-    stay encoded (``raw``: JSON rows of numbers into ``words``) until asked for."""
+    """See the module's docstring. A target's attempts are kept per fingerprint (``lists``:
+    what the breaker and smoke_first ask for is the current config's), each list in submission
+    order; its ``heads`` name its latest job at each stage and its latest passed smoke of any
+    config. Lists loaded from a snapshot stay encoded (JSON rows of numbers into ``words``)
+    until asked for. Never changed once made (decoding aside): ``updated`` returns a new one
+    that shares every list it did not touch."""
 
     def __init__(
         self,
-        attempts: dict[str, list[Attempt]],
+        lists: dict[str, dict[str | None, list[Attempt] | str]],
+        heads: dict[str, dict[str, str]],
         live: frozenset[str],
-        *,
-        raw: dict[str, str] | None = None,
         words: tuple[str | None, ...] = (None,),
     ) -> None:
-        self._attempts = attempts
-        self._raw = raw or {}
+        self._lists = lists
+        self._heads = heads
         self._words = words
         self.live = live
 
     @classmethod
     def build(cls, jobs: Iterable[Job]) -> Index:
         """The index of ``jobs`` (in submission order, as a Ledger holds them)."""
-        attempts: dict[str, list[Attempt]] = {}
+        lists: dict[str, dict[str | None, list[Attempt] | str]] = {}
+        heads: dict[str, dict[str, str]] = {}
         live: set[str] = set()
         for job in jobs:
             if job.open:
                 live.add(job.ledger_id)
             for target in dict.fromkeys(job.targets):
-                attempts.setdefault(target, []).append(attempt_of(job, target))
-        return cls(attempts, frozenset(live))
+                attempt = attempt_of(job, target)
+                mine = lists.setdefault(target, {}).setdefault(attempt.fingerprint, [])
+                assert isinstance(mine, list)
+                mine.append(attempt)
+                _head(heads.setdefault(target, {}), attempt)
+        return cls(lists, heads, frozenset(live))
 
     def updated(
-        self,
-        changed: Iterable[tuple[Job, Sequence[str]]],
-        key: Callable[[str], Any],
+        self, changed: Iterable[tuple[Job, Before | None]], key: Callable[[str], Any]
     ) -> Index:
         """This index with each changed job's attempts replaced: ``changed`` pairs a job as it
-        is now with the targets it had before (none: a new job); ``key`` is a ledger id's
-        submission order (Job.sort_key), where a job's attempts are put back."""
-        attempts, raw = dict(self._attempts), dict(self._raw)
+        is now with what it was before (Before: its (target, fingerprint) pairs and its sort
+        key; None: a new job); ``key`` is a ledger id's submission order (Job.sort_key), where
+        its attempts are put back."""
+        lists, heads = dict(self._lists), dict(self._heads)
         live = set(self.live)
-        own: set[str] = set()  # targets whose list is already the new index's own copy
+        mine_targets: set[str] = set()  # targets whose map is already the new index's own
+        mine_lists: set[Key] = set()  # lists already the new index's own copies
         for job, before in changed:
             lid = job.ledger_id
             (live.add if job.open else live.discard)(lid)
-            for target in dict.fromkeys([*before, *job.targets]):
-                if target not in own:
-                    attempts[target] = list(self.of(target))
-                    raw.pop(target, None)
-                    own.add(target)
-                mine = attempts[target]
-                _drop(mine, lid)
-                if target in job.targets:
-                    _insert(mine, attempt_of(job, target), key)
-        for target in own:
-            if not attempts[target]:
-                del attempts[target]
-        return Index(attempts, frozenset(live), raw=raw, words=self._words)
+            now = {t: attempt_of(job, t) for t in dict.fromkeys(job.targets)}
+            pairs = before.pairs if before is not None else ()
+            for target, fp in [*pairs, *((t, a.fingerprint) for t, a in now.items())]:
+                if target not in mine_targets:
+                    lists[target] = dict(lists.get(target, {}))
+                    mine_targets.add(target)
+                if (target, fp) not in mine_lists:
+                    lists[target][fp] = list(self._decoded(target, fp))
+                    mine_lists.add((target, fp))
+                _drop(_listed(lists[target][fp]), lid)
+            for target, attempt in now.items():
+                _insert(_listed(lists[target][attempt.fingerprint]), attempt, key)
+            moved_back = before is not None and key(lid) < before.key
+            for target in {t for t, _ in pairs} | set(now):
+                was = heads.get(target, {})
+                if moved_back or (lid in was.values() and not _still(was, now.get(target))):
+                    heads[target] = self._recounted(lists.get(target, {}), key)
+                else:
+                    heads[target] = dict(was)
+                    if target in now:
+                        _head(heads[target], now[target], key)
+        for target, fp in mine_lists:
+            if not lists[target][fp]:
+                del lists[target][fp]
+        for target in mine_targets:
+            if not lists[target]:
+                del lists[target]
+                heads.pop(target, None)
+        return Index(lists, heads, frozenset(live), self._words)
+
+    def _recounted(
+        self, by_fp: Mapping[str | None, list[Attempt] | str], key: Callable[[str], Any]
+    ) -> dict[str, str]:
+        """A target's heads from every one of its lists (a job that was a head changed so
+        that it may be one no longer)."""
+        every = [a for fp, found in by_fp.items() for a in self._as_list(found, fp)]
+        heads: dict[str, str] = {}
+        for attempt in sorted(every, key=lambda a: key(a.ledger_id)):
+            _head(heads, attempt)
+        return heads
+
+    def _as_list(self, found: list[Attempt] | str, fp: str | None) -> Sequence[Attempt]:
+        return self._decode(found, fp) if isinstance(found, str) else found
+
+    def _decoded(self, target: str, fp: str | None) -> Sequence[Attempt]:
+        """``target``'s attempts of config ``fp``, decoded (and kept so) on first use."""
+        found = self._lists.get(target, {}).get(fp)
+        if isinstance(found, str):
+            decoded = self._decode(found, fp)
+            self._lists[target][fp] = decoded  # a cache: the content does not change
+            return decoded
+        return found or ()
+
+    def _decode(self, encoded: str, fp: str | None) -> list[Attempt]:
+        words = self._words
+        return [
+            Attempt(words[lid], words[stage], fp, int(outcome), words[sig])
+            for lid, stage, outcome, sig in json.loads(encoded)
+        ]
 
     # ------------------------------------------------------------------ the questions asked
 
     def targets(self) -> list[str]:
         """Every target any job ran."""
-        return [*self._attempts, *self._raw]
+        return list(self._lists)
 
-    def of(self, target: str) -> Sequence[Attempt]:
-        """``target``'s attempts, oldest first."""
-        found = self._attempts.get(target)
-        if found is not None:
-            return found
-        encoded = self._raw.get(target)
-        if encoded is None:
-            return ()
-        words = self._words
-        decoded = [
-            Attempt(words[lid], words[stage], words[fp], int(outcome), words[sig])
-            for lid, stage, fp, outcome, sig in json.loads(encoded)
-        ]
-        self._attempts[target] = decoded  # a cache: the index's content does not change
-        del self._raw[target]
-        return decoded
-
-    def latest(self, target: str, stage: str) -> str | None:
-        """The ledger id of the latest job at ``stage`` that ran ``target``."""
-        for attempt in reversed(self.of(target)):
-            if attempt.stage == stage:
-                return attempt.ledger_id
-        return None
+    def latest(
+        self,
+        target: str,
+        stage: str,
+        accept: Callable[[str], bool] | None = None,
+        key: Callable[[str], Any] | None = None,
+    ) -> str | None:
+        """The ledger id of the latest job at ``stage`` that ran ``target``; with ``accept``,
+        of those whose ledger id it takes (then, unless it takes the latest, every list of the
+        target is read, and ``key``, the submission order, picks the latest of their ends)."""
+        head = self._heads.get(target, {}).get(stage)
+        if head is None or accept is None or accept(head):
+            return head
+        found: list[str] = []
+        for fp in list(self._lists.get(target, {})):
+            for attempt in reversed(self._decoded(target, fp)):
+                if attempt.stage == stage and accept(attempt.ledger_id):
+                    found.append(attempt.ledger_id)
+                    break
+        return max(found, key=key, default=None)
 
     def smoked(self, target: str, fingerprint: str | None) -> str | None:
         """The ledger id of a smoke in which ``target``'s own task COMPLETED with exit 0: of
         the config ``fingerprint`` names, or (None) of any config."""
-        for attempt in reversed(self.of(target)):
-            passed = attempt.stage == "smoke" and attempt.outcome == PASSED
-            if passed and fingerprint in (None, attempt.fingerprint):
+        if fingerprint is None:
+            return self._heads.get(target, {}).get("passed")
+        for attempt in reversed(self._decoded(target, fingerprint)):
+            if attempt.stage == "smoke" and attempt.outcome == PASSED:
                 return attempt.ledger_id
         return None
 
-    def finished(self, target: str, fingerprint: str | None, count: int) -> list[Attempt]:
+    def finished(
+        self,
+        target: str,
+        fingerprint: str | None,
+        count: int,
+        key: Callable[[str], Any] | None = None,
+    ) -> list[Attempt]:
         """``target``'s last ``count`` finished attempts, oldest first, at any stage, not
-        CANCELLED, of the config ``fingerprint`` names (None: of any)."""
+        CANCELLED, of the config ``fingerprint`` names; None: of any config (each list's last
+        ones, put in submission order by ``key``, a ledger id's Job.sort_key)."""
+        if fingerprint is not None:
+            return self._finished(target, fingerprint, count)
+        every = [a for fp in list(self._lists.get(target, {}))
+                 for a in self._finished(target, fp, count)]  # fmt: skip
+        every.sort(key=lambda a: key(a.ledger_id) if key is not None else a.ledger_id)
+        return every[-count:]
+
+    def _finished(self, target: str, fingerprint: str | None, count: int) -> list[Attempt]:
         found: list[Attempt] = []
-        for attempt in reversed(self.of(target)):
+        for attempt in reversed(self._decoded(target, fingerprint)):
             if attempt.outcome in (OPEN, CANCELLED):
-                continue
-            if fingerprint is not None and attempt.fingerprint != fingerprint:
                 continue
             found.append(attempt)
             if len(found) == count:
@@ -176,9 +253,9 @@ class Index:
     # ------------------------------------------------------------------ kept in the snapshot
 
     def dumps(self) -> bytes:
-        """One line of JSON: the live ids, and per target its attempts as JSON text of rows of
-        numbers into one table of the strings they use (ledger ids, stages, fingerprints,
-        signatures). Targets never decoded are written as they were read."""
+        """One line of JSON: the live ids, and per target its heads and its attempts per
+        fingerprint, each list as JSON text of rows of numbers into one table of the strings
+        they use. Lists never decoded are written as they were read."""
         words = list(self._words)
         number = {w: n for n, w in enumerate(words)}
 
@@ -189,15 +266,21 @@ class Index:
                 words.append(text)
             return found
 
-        rows = {
-            target: json.dumps(
-                [[word(a.ledger_id), word(a.stage), word(a.fingerprint), a.outcome,
-                  word(a.signature)] for a in found],
-                separators=(",", ":"),
-            )
-            for target, found in self._attempts.items()
-        }  # fmt: skip
-        data = {"words": words[1:], "live": sorted(self.live), "targets": rows | self._raw}
+        def encoded(found: list[Attempt] | str) -> str:
+            if isinstance(found, str):
+                return found
+            rows = [[word(a.ledger_id), word(a.stage), a.outcome, word(a.signature)]
+                    for a in found]  # fmt: skip
+            return json.dumps(rows, separators=(",", ":"))
+
+        targets = {
+            target: [
+                self._heads.get(target, {}),
+                [[word(fp), encoded(found)] for fp, found in by_fp.items()],
+            ]
+            for target, by_fp in self._lists.items()
+        }
+        data = {"words": words[1:], "live": sorted(self.live), "targets": targets}
         return json.dumps(data, separators=(",", ":")).encode()
 
     @classmethod
@@ -205,9 +288,43 @@ class Index:
         """The index ``dumps`` wrote (ValueError, KeyError, TypeError when it is damaged)."""
         data = json.loads(line)
         words: tuple[str | None, ...] = (None, *(str(w) for w in data["words"]))
-        raw = {str(t): str(rows) for t, rows in data["targets"].items()}
+        lists: dict[str, dict[str | None, list[Attempt] | str]] = {}
+        heads: dict[str, dict[str, str]] = {}
+        for target, (head, by_fp) in data["targets"].items():
+            heads[str(target)] = {str(k): str(v) for k, v in head.items()}
+            lists[str(target)] = {words[fp]: str(rows) for fp, rows in by_fp}
         live = frozenset(str(lid) for lid in data["live"])
-        return cls({}, live, raw=raw, words=words)
+        return cls(lists, heads, live, words)
+
+
+def _head(heads: dict[str, str], attempt: Attempt, key: Callable[[str], Any] | None = None) -> None:
+    """Take ``attempt`` into a target's heads: attempts come in submission order (no ``key``),
+    or ``key`` says whether it is later than the head it would replace."""
+    for name in _names(attempt):
+        held = heads.get(name)
+        if key is None or held is None or key(held) <= key(attempt.ledger_id):
+            heads[name] = attempt.ledger_id
+
+
+def _listed(found: list[Attempt] | str) -> list[Attempt]:
+    # A list updated() owns: decoded when it copied it.
+    assert isinstance(found, list)
+    return found
+
+
+def _still(heads: Mapping[str, str], attempt: Attempt | None) -> bool:
+    """The job's new attempt still holds every head it held (its stage, a passed smoke)."""
+    if attempt is None:
+        return False
+    names = {n for n, lid in heads.items() if lid == attempt.ledger_id}
+    return names <= set(_names(attempt))
+
+
+def _names(attempt: Attempt) -> list[str]:
+    names = [attempt.stage] if attempt.stage in HEADS else []
+    if attempt.stage == "smoke" and attempt.outcome == PASSED:
+        names.append("passed")
+    return [str(n) for n in names]
 
 
 def _drop(attempts: list[Attempt], ledger_id: str) -> None:

@@ -292,17 +292,17 @@ def breaker(
     per-target index (``index``, else built from ``jobs``)."""
     gate = "breaker"
     found = ledger_index.of(jobs, index)
-    named: dict[str, Job] | None = None
+    named = _Named(jobs)
     tripped: list[str] = []
     advice: list[str] = []
     for target in request.targets:
-        last = found.finished(target, (fingerprints or {}).get(target), BREAKER_RUN)
+        current = (fingerprints or {}).get(target)
+        last = found.finished(target, current, BREAKER_RUN, named.order)
         sigs = {a.signature for a in last}
         passed = any(a.outcome == ledger_index.PASSED for a in last)
         if len(last) == BREAKER_RUN and not passed and len(sigs) == 1:
             sig = str(sigs.pop())
-            named = named if named is not None else {j.ledger_id: j for j in jobs}
-            ids = ", ".join(_shown_id(named.get(a.ledger_id), a.ledger_id) for a in last)
+            ids = ", ".join(named.shown(a.ledger_id) for a in last)
             tripped.append(f"{target} ({sig}; jobs {ids})")
             fix = (fixes or {}).get(sig)
             if fix and f"{sig}: {fix}" not in advice:
@@ -323,8 +323,27 @@ def breaker(
     )
 
 
-def _shown_id(job: Job | None, ledger_id: str) -> str:
-    return (job.job_id if job is not None else None) or ledger_id
+class _Named:
+    """The jobs by ledger id, made only when a question needs them (a tripped breaker's
+    message, the order of attempts from several configs)."""
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self._jobs = jobs
+        self._by_id: dict[str, Job] | None = None
+
+    def _get(self, ledger_id: str) -> Job | None:
+        if self._by_id is None:
+            self._by_id = {j.ledger_id: j for j in self._jobs}
+        return self._by_id.get(ledger_id)
+
+    def shown(self, ledger_id: str) -> str:
+        job = self._get(ledger_id)
+        return (job.job_id if job is not None else None) or ledger_id
+
+    def order(self, ledger_id: str) -> Any:
+        job = self._get(ledger_id)
+        assert job is not None, "the index names only the jobs it was made of"
+        return job.sort_key()
 
 
 def evaluate(

@@ -1,0 +1,105 @@
+"""Which jobs a view lists: the live ones and the latest finished, newest first; the rest counted.
+
+A campaign that runs for a year holds tens of thousands of jobs; a table of all of them is
+one nobody reads, re-written after every refresh. So STATUS.md and `campaign status` list the
+jobs that may still change (``Job.open``) and the last ``status.recent_jobs`` finished ones
+(campaign.yaml, default 50), newest first by submission time (then by job id, read naturally),
+and count the others by state; `campaign status --all`, ``--since`` and ``--stage`` list more.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass
+
+from campaignops.core.errors import UsageError
+from campaignops.model import ledger as ledger_mod
+from campaignops.model import ledger_index
+from campaignops.model.policy import DEFAULT_RECENT_JOBS
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to list: ``every`` job, or those submitted ``since`` a time (both: no limit on the
+    finished ones), else the live ones and the last ``recent`` finished; only ``stage``'s when
+    given."""
+
+    recent: int = DEFAULT_RECENT_JOBS
+    every: bool = False
+    since: dt.datetime | None = None
+    stage: str | None = None
+
+
+@dataclass(frozen=True)
+class Listed:
+    """The jobs listed, newest first, and how many of the others (the selection's, not listed)
+    are in each state."""
+
+    jobs: tuple[ledger_mod.Job, ...]
+    left: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def unlisted(self) -> int:
+        return sum(n for _, n in self.left)
+
+
+def state(job: ledger_mod.Job) -> str:
+    """The job's state, or what the ledger says of a submission without one."""
+    if job.state:
+        return job.state
+    if job.job_id:
+        return "submitted"
+    if job.error:
+        return "submit failed"
+    return "outcome unknown" if job.text("outcome") == "unknown" else "intent only"
+
+
+def select(ledger: ledger_mod.Ledger, selection: Selection) -> Listed:
+    """The jobs ``selection`` asks for (see the module's docstring)."""
+    pool = ledger.jobs  # in submission order
+    if selection.stage is not None:
+        pool = tuple(j for j in pool if j.stage == selection.stage)
+    if selection.since is not None:
+        since = selection.since
+        pool = tuple(j for j in pool if j.sort_key()[0] >= since)
+    if selection.every or selection.since is not None:
+        return Listed(jobs=newest_first(pool))
+    live = ledger_index.of(ledger.jobs, ledger.index).live
+    listed: list[ledger_mod.Job] = []
+    finished = 0
+    for job in reversed(pool):  # newest first: the recent finished ones, then only live ones
+        if job.ledger_id in live:
+            listed.append(job)
+        elif finished < selection.recent:
+            listed.append(job)
+            finished += 1
+    chosen = {j.ledger_id for j in listed}
+    left = Counter(state(j) for j in pool if j.ledger_id not in chosen)
+    return Listed(jobs=newest_first(listed), left=tuple(sorted(left.items())))
+
+
+def newest_first(
+    jobs: tuple[ledger_mod.Job, ...] | list[ledger_mod.Job],
+) -> tuple[ledger_mod.Job, ...]:
+    """Newest submission first; jobs submitted in the same second by job id, read naturally."""
+    return tuple(sorted(jobs, key=ledger_mod.Job.shown_key, reverse=True))
+
+
+def unlisted_note(listed: Listed, *, command: str) -> str | None:
+    """One line on the jobs not listed (``command``: what lists them), None when none."""
+    if not listed.unlisted:
+        return None
+    counts = ", ".join(f"{name} {n:,}" for name, n in listed.left)
+    return f"{listed.unlisted:,} earlier job(s) not listed ({counts}): {command} lists them"
+
+
+def since(text: str) -> dt.datetime:
+    """`campaign status --since`'s DATE: ``YYYY-MM-DD`` (midnight UTC) or an RFC 3339 time."""
+    when = ledger_mod.parse_time(text.strip())
+    if when is None:
+        raise UsageError(
+            message=f"--since {text!r} is not a date",
+            hint="give a day (2026-11-21, midnight UTC) or a time (2026-11-21T10:00:00Z)",
+        )
+    return when
