@@ -183,7 +183,7 @@ def summary(
     rows = ["| backend | spent | reserved | cap | of cap |", "| --- | --- | --- | --- | --- |"]
     notes: list[str] = []
     free: list[str] = []
-    cloud = spent(jobs, unit=USD, backend=None, now=now)
+    cloud: Spent | None = None  # every USD backend's: asked only when a cap is shared
     for name in policy.backends:
         model = charging(pages.get(name))
         if model is None:
@@ -195,7 +195,9 @@ def summary(
             limit = "allocation size not set" if missing == ALLOCATION_UNKNOWN else "not set"
             share = "-"
         else:
-            total = cloud.total if cap.backend is None else mine.total
+            if cap.backend is None and cloud is None:
+                cloud = spent(jobs, unit=USD, backend=None, now=now)
+            total = cloud.total if cap.backend is None and cloud is not None else mine.total
             shared = ", every USD backend" if cap.backend is None else ""
             limit = f"{amount(cap.limit, cap.unit)} ({cap.source}{shared})"
             share = _share(total, cap)

@@ -179,7 +179,7 @@ class Folding:
         line, time = self.first[lid]
         job = Job(ledger_id=lid, record=kept, first_line=line, first_time=time)
         pairs = tuple((t, job.target_fingerprint(t)) for t in dict.fromkeys(job.targets))
-        return Before(pairs=pairs, key=job.sort_key())
+        return Before(pairs=pairs, key=job.sort_key(), counted=(job.stage, job.state_shown))
 
     def freeze(self) -> None:
         """Make every job read-only (``kept``): a later ``feed`` copies what it updates."""

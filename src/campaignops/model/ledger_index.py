@@ -66,10 +66,15 @@ Key = tuple[str, str | None]  # a target and its fingerprint in one job
 
 
 class Before(NamedTuple):
-    """A changed job as the index last saw it: its targets' keys and its submission order."""
+    """A changed job as the index last saw it: its targets' keys, its submission order, and
+    what it counted as (its stage and Job.state_shown)."""
 
     pairs: tuple[Key, ...]
     key: Any
+    counted: Counted
+
+
+Counted = tuple[str | None, str]  # a job's stage and state as shown: what ``counts`` counts
 
 
 HEADS = ("smoke", "single", "production", "passed")  # per target: latest job per stage, smoke
@@ -89,11 +94,14 @@ class Index:
         heads: dict[str, dict[str, str]],
         live: frozenset[str],
         words: tuple[str | None, ...] = (None,),
+        counts: dict[Counted, int] | None = None,
     ) -> None:
         self._lists = lists
         self._heads = heads
         self._words = words
         self.live = live
+        # Jobs per stage and state: what a bounded view says of the jobs it does not list.
+        self.counts: Mapping[Counted, int] = counts or {}
 
     @classmethod
     def build(cls, jobs: Iterable[Job]) -> Index:
@@ -101,16 +109,19 @@ class Index:
         lists: dict[str, dict[str | None, list[Attempt] | str]] = {}
         heads: dict[str, dict[str, str]] = {}
         live: set[str] = set()
+        counts: dict[Counted, int] = {}
         for job in jobs:
             if job.open:
                 live.add(job.ledger_id)
+            shown = (job.stage, job.state_shown)
+            counts[shown] = counts.get(shown, 0) + 1
             for target in dict.fromkeys(job.targets):
                 attempt = attempt_of(job, target)
                 mine = lists.setdefault(target, {}).setdefault(attempt.fingerprint, [])
                 assert isinstance(mine, list)
                 mine.append(attempt)
                 _head(heads.setdefault(target, {}), attempt)
-        return cls(lists, heads, frozenset(live))
+        return cls(lists, heads, frozenset(live), counts=counts)
 
     def updated(
         self, changed: Iterable[tuple[Job, Before | None]], key: Callable[[str], Any]
@@ -121,11 +132,13 @@ class Index:
         its attempts are put back."""
         lists, heads = dict(self._lists), dict(self._heads)
         live = set(self.live)
+        counts = dict(self.counts)
         mine_targets: set[str] = set()  # targets whose map is already the new index's own
         mine_lists: set[Key] = set()  # lists already the new index's own copies
         for job, before in changed:
             lid = job.ledger_id
             (live.add if job.open else live.discard)(lid)
+            _count(counts, before.counted if before is not None else None, job)
             now = {t: attempt_of(job, t) for t in dict.fromkeys(job.targets)}
             pairs = before.pairs if before is not None else ()
             for target, fp in [*pairs, *((t, a.fingerprint) for t, a in now.items())]:
@@ -154,7 +167,7 @@ class Index:
             if not lists[target]:
                 del lists[target]
                 heads.pop(target, None)
-        return Index(lists, heads, frozenset(live), self._words)
+        return Index(lists, heads, frozenset(live), self._words, counts)
 
     def _recounted(
         self, by_fp: Mapping[str | None, list[Attempt] | str], key: Callable[[str], Any]
@@ -280,7 +293,13 @@ class Index:
             ]
             for target, by_fp in self._lists.items()
         }
-        data = {"words": words[1:], "live": sorted(self.live), "targets": targets}
+        counts = [[stage, shown, n] for (stage, shown), n in self.counts.items()]
+        data = {
+            "words": words[1:],
+            "live": sorted(self.live),
+            "counts": counts,
+            "targets": targets,
+        }
         return json.dumps(data, separators=(",", ":")).encode()
 
     @classmethod
@@ -294,7 +313,8 @@ class Index:
             heads[str(target)] = {str(k): str(v) for k, v in head.items()}
             lists[str(target)] = {words[fp]: str(rows) for fp, rows in by_fp}
         live = frozenset(str(lid) for lid in data["live"])
-        return cls(lists, heads, live, words)
+        counts = {(stage, str(shown)): int(n) for stage, shown, n in data["counts"]}
+        return cls(lists, heads, live, words, counts)
 
 
 def _head(heads: dict[str, str], attempt: Attempt, key: Callable[[str], Any] | None = None) -> None:
@@ -304,6 +324,15 @@ def _head(heads: dict[str, str], attempt: Attempt, key: Callable[[str], Any] | N
         held = heads.get(name)
         if key is None or held is None or key(held) <= key(attempt.ledger_id):
             heads[name] = attempt.ledger_id
+
+
+def _count(counts: dict[Counted, int], before: Counted | None, job: Job) -> None:
+    if before is not None:
+        counts[before] -= 1
+        if not counts[before]:
+            del counts[before]
+    now = (job.stage, job.state_shown)
+    counts[now] = counts.get(now, 0) + 1
 
 
 def _listed(found: list[Attempt] | str) -> list[Attempt]:

@@ -73,6 +73,17 @@ class Job:
         return self.text("error")
 
     @property
+    def state_shown(self) -> str:
+        """The job's state, or what the ledger says of a submission without one."""
+        if self.state:
+            return self.state
+        if self.job_id:
+            return "submitted"
+        if self.error:
+            return "submit failed"
+        return "outcome unknown" if self.text("outcome") == "unknown" else "intent only"
+
+    @property
     def open(self) -> bool:
         """May still change state: not refused at submission, and not known to have ended
         (a submission whose outcome is unknown counts until a refresh finds or rules it out)."""

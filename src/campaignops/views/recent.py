@@ -46,13 +46,7 @@ class Listed:
 
 def state(job: ledger_mod.Job) -> str:
     """The job's state, or what the ledger says of a submission without one."""
-    if job.state:
-        return job.state
-    if job.job_id:
-        return "submitted"
-    if job.error:
-        return "submit failed"
-    return "outcome unknown" if job.text("outcome") == "unknown" else "intent only"
+    return job.state_shown
 
 
 def select(ledger: ledger_mod.Ledger, selection: Selection) -> Listed:
@@ -65,7 +59,8 @@ def select(ledger: ledger_mod.Ledger, selection: Selection) -> Listed:
         pool = tuple(j for j in pool if j.sort_key()[0] >= since)
     if selection.every or selection.since is not None:
         return Listed(jobs=newest_first(pool))
-    live = ledger_index.of(ledger.jobs, ledger.index).live
+    index = ledger_index.of(ledger.jobs, ledger.index)
+    live = index.live
     listed: list[ledger_mod.Job] = []
     finished = 0
     for job in reversed(pool):  # newest first: the recent finished ones, then only live ones
@@ -74,9 +69,14 @@ def select(ledger: ledger_mod.Ledger, selection: Selection) -> Listed:
         elif finished < selection.recent:
             listed.append(job)
             finished += 1
-    chosen = {j.ledger_id for j in listed}
-    left = Counter(state(j) for j in pool if j.ledger_id not in chosen)
-    return Listed(jobs=newest_first(listed), left=tuple(sorted(left.items())))
+    # The others, by state: the index's counts (kept with the fold) less the listed jobs.
+    left: Counter[str] = Counter()
+    for (stage, shown), n in index.counts.items():
+        if selection.stage in (None, stage):
+            left[shown] += n
+    left.subtract(state(j) for j in listed)
+    counts = tuple(sorted((s, n) for s, n in left.items() if n > 0))
+    return Listed(jobs=newest_first(listed), left=counts)
 
 
 def newest_first(

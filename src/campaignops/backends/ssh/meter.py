@@ -50,9 +50,12 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
     released: dict[str, dt.datetime] = {}
     held: set[str] = set()  # a task on it not released yet: a job placed after a release
     for job in jobs:
+        shares = pull.placements([job])
+        if not shares:
+            continue  # most jobs: looked at no further (their tasks are a year of history)
         when = ledger.parse_time(job.text("submitted")) or ledger.parse_time(job.first_time)
         tasks = job.record.get("tasks")
-        for share in pull.placements([job]):
+        for share in shares:
             name = share.instance.name
             if when is not None and (name not in since or when < since[name][0]):
                 since[name] = (when, job.backend or "")
