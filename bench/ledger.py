@@ -345,7 +345,7 @@ def main() -> int:
             small, big = sizes[shape]
             print(f"== {SHAPES[shape].format(small=small, big=big)}")
             sides = {n: campaign(base, shape, n) for n in (small, big)}
-            for n, root in sides.items():
+            for root in sides.values():
                 size = (root / ".campaign/ledger.jsonl").stat().st_size
                 lines = (root / ".campaign/ledger.jsonl").read_bytes().count(b"\n")
                 print(f"ledger: {lines:,} records, {size / 2**20:.1f} MiB, {root}")
