@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import time
 import zlib
@@ -223,9 +224,11 @@ class _Lazy(Mapping[str, Any]):
 
     __slots__ = ("_body", "_fields", "_span")
 
-    def __init__(self, light: dict[str, Any], body: bytes, span: tuple[int, int]) -> None:
+    def __init__(
+        self, light: dict[str, Any], body: bytes | mmap.mmap, span: tuple[int, int]
+    ) -> None:
         self._fields = light
-        self._body: bytes | None = body
+        self._body: bytes | mmap.mmap | None = body
         self._span = span
 
     def _whole(self) -> dict[str, Any]:
@@ -264,26 +267,51 @@ def _dump(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
+CHUNK = 1 << 22  # a multiple of every page size
+
+
+def _mapped(path: Path) -> mmap.mmap:
+    """The snapshot mapped read-only: a job's record is read from it when first used, and
+    pages nobody reads take no memory (a replaced snapshot is a new file: this one stays)."""
+    with path.open("rb") as file:
+        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _crc(data: mmap.mmap, start: int) -> int:
+    """CRC-32 of ``data`` from ``start``, read a chunk at a time and each chunk then given back
+    (MADV_DONTNEED): the check reads every byte, and need not keep them all in memory."""
+    crc = 0
+    with memoryview(data) as view:
+        for chunk in range(0, len(data), CHUNK):
+            end = min(chunk + CHUNK, len(data))
+            if end > start:
+                crc = zlib.crc32(view[max(chunk, start) : end], crc)
+            if hasattr(mmap, "MADV_DONTNEED"):
+                data.madvise(mmap.MADV_DONTNEED, chunk, end - chunk)
+    return crc
+
+
 def _load(path: Path, covered: bytes) -> tuple[Folding, int] | None:
     """The snapshot's fold and the ledger bytes it covers, when those bytes are still the
     ledger's first ones; None when there is none, or it is stale or damaged."""
     try:
-        data = path.read_bytes()
-        # Offsets into the one buffer, never slices of it: the body is most of the file.
-        at = data.index(b"\n") + 1
+        data = _mapped(path)
+        # Offsets into the one mapping, never slices of it: the body is most of the file.
+        at = data.find(b"\n") + 1
         head = json.loads(data[:at])
         size = int(head["bytes"])
         if head.get("format") != FORMAT or size > len(covered):
             return None
-        body = memoryview(data)[at:]
-        if int(head["body_bytes"]) != len(body) or head["body_crc"] != zlib.crc32(body):
+        if int(head["body_bytes"]) != len(data) - at or head["body_crc"] != _crc(data, at):
             return None
         if hashlib.sha256(memoryview(covered)[:size]).hexdigest() != head["sha256"]:
             return None
         folding = Folding(lines=int(head["lines"]))
         folding.skipped = [(int(n), str(r)) for n, r in head["skipped"]]
-        rows_end = data.index(b"\n", at)
-        index_end = data.index(b"\n", rows_end + 1)
+        rows_end = data.find(b"\n", at)
+        index_end = data.find(b"\n", rows_end + 1)
+        if rows_end < 0 or index_end < 0:
+            return None
         base = index_end + 1
         rows = json.loads(data[at:rows_end])
         for lid, line, first_time, light, start, end in rows:
