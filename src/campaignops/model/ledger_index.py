@@ -22,7 +22,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from campaignops.model.ledger_job import Job
+from campaignops.model.ledger_job import Job, succeeded
+from campaignops.model.states import FINISHED
 
 # An attempt's outcome: its task still live (or not started), COMPLETED with exit 0, CANCELLED
 # (a person's decision: says nothing of the config), or any other end.
@@ -51,13 +52,13 @@ def signature_of(job: Job, target: str | None = None) -> str:
 
 
 def attempt_of(job: Job, target: str) -> Attempt:
-    task = job.task(target)
-    if task is None or not task.finished:
+    state, code = job.end(target) or (None, None)
+    if state not in FINISHED:
         outcome = OPEN
-    elif task.succeeded:
+    elif succeeded(state, code):
         outcome = PASSED
     else:
-        outcome = CANCELLED if task.state == "CANCELLED" else FAILED
+        outcome = CANCELLED if state == "CANCELLED" else FAILED
     signature = signature_of(job, target) if outcome == FAILED else None
     return Attempt(job.ledger_id, job.stage, job.target_fingerprint(target), outcome, signature)
 

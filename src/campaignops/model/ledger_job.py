@@ -111,22 +111,51 @@ class Job:
         """The array index that runs ``target`` (its place in ``targets``), or None."""
         return self._indices.get(target)
 
-    def task(self, target: str) -> Task | None:
-        """``target``'s own outcome in this job: its array task's record, else (a job of one
-        target, or a record from before per-task states) the job's own fields."""
+    def _source(self, target: str) -> tuple[int, Mapping[str, Any] | None] | None:
+        """Where ``target``'s outcome is read: its array index and the fields that hold it (its
+        task's record, else the job's own: a job of one target, or a record from before
+        per-task states), or None fields when its array has per-task records but none for it
+        yet; None when the job does not run it."""
         index = self.index_of(target)
         if index is None:
             return None
         tasks = self.record.get("tasks")
         own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
         if isinstance(own, Mapping) and isinstance(own.get("state"), str):
-            return Task.of(index, own)
+            return index, own
         if len(self.targets) == 1 or not isinstance(tasks, Mapping):
-            return Task.of(index, self.record)
-        # An array with per-task records that has none for this task yet: as its job says,
-        # unless the job has ended (then this task's end is not known: UNKNOWN).
+            return index, self.record
+        return index, None
+
+    def _unreported(self) -> str | None:
+        # A task its array's records do not mention yet: as its job says, unless the job has
+        # ended (then this task's end is not known: UNKNOWN).
         state = self.state
-        return Task(index=index, state="UNKNOWN" if state in FINISHED else state)
+        return "UNKNOWN" if state in FINISHED else state
+
+    def task(self, target: str) -> Task | None:
+        """``target``'s own outcome in this job: its array task's record, else (a job of one
+        target, or a record from before per-task states) the job's own fields."""
+        found = self._source(target)
+        if found is None:
+            return None
+        index, fields = found
+        if fields is not None:
+            return Task.of(index, fields)
+        return Task(index=index, state=self._unreported())
+
+    def end(self, target: str) -> tuple[str | None, int | None] | None:
+        """``target``'s state and exit code in this job, as ``task`` reads them without the
+        rest of the task (what the per-target index keeps of every job); None when the job
+        does not run it."""
+        found = self._source(target)
+        if found is None:
+            return None
+        _, fields = found
+        if fields is None:
+            return self._unreported(), None
+        state = fields.get("state")
+        return (state if isinstance(state, str) else None), _int(fields.get("exit_code"))
 
     def target_fingerprint(self, target: str) -> str | None:
         """The fingerprint ``target`` had when this job was submitted, where it is recorded
@@ -205,11 +234,16 @@ class Task:
 
     @property
     def succeeded(self) -> bool:
-        return self.state == "COMPLETED" and self.exit_code in (0, None)
+        return succeeded(self.state, self.exit_code)
 
     @property
     def finished(self) -> bool:
         return self.state in FINISHED
+
+
+def succeeded(state: str | None, exit_code: int | None) -> bool:
+    """A task's end that counts as success: COMPLETED, with exit code 0 or none recorded."""
+    return state == "COMPLETED" and exit_code in (0, None)
 
 
 def _number(value: object) -> float | None:

@@ -263,8 +263,11 @@ class _Lazy(Mapping[str, Any]):
         return _dump(self._fields)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one, not one per job written
+
+
 def _dump(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+    return _ENCODER.encode(value).encode()
 
 
 CHUNK = 1 << 22  # a multiple of every page size
