@@ -50,9 +50,10 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
     released: dict[str, dt.datetime] = {}
     held: set[str] = set()  # a task on it not released yet: a job placed after a release
     for job in jobs:
-        shares = pull.placements([job])
+        # Most jobs hold no placement: looked at no further (their tasks are a year's history).
+        shares = pull.placements([job]) if "placement" in job.record else []
         if not shares:
-            continue  # most jobs: looked at no further (their tasks are a year of history)
+            continue
         when = ledger.parse_time(job.text("submitted")) or ledger.parse_time(job.first_time)
         tasks = job.record.get("tasks")
         for share in shares:
