@@ -94,10 +94,15 @@ def test_campaign_status_is_bounded_newest_first_and_lists_more_on_demand(
 
     every = run("status", "--all")
     listed = [line.split()[0] for line in every.out.splitlines()[1 : 2 + FINISHED + 1]]
-    assert len(listed) == FINISHED + 2 and listed[0] == "old61" and listed[-2:] == [
-        "live2",
-        "live1",
-    ]
+    assert (
+        len(listed) == FINISHED + 2
+        and listed[0] == "old61"
+        and listed[-2:]
+        == [
+            "live2",
+            "live1",
+        ]
+    )
     # Submitted in the same second: the job ids decide, read as numbers (old10 after old9).
     assert listed.index("old10") < listed.index("old9")
 
@@ -114,3 +119,18 @@ def test_campaign_status_is_bounded_newest_first_and_lists_more_on_demand(
 
     bad = run("status", "--since", "last tuesday")
     assert bad.code == 2 and "--since 'last tuesday' is not a date" in bad.err
+
+
+def test_status_recent_jobs_is_a_policy_key_with_a_default() -> None:
+    from campaignops.core import schema
+    from campaignops.model import policy
+
+    assert policy.from_data({"status": {"recent_jobs": 7}}).recent_jobs == 7
+    assert policy.from_data({"status": {"recent_jobs": 0}}).recent_jobs == 0
+    for unusable in (-1, "ten", True, None):
+        assert policy.from_data({"status": {"recent_jobs": unusable}}).recent_jobs == 50
+    base = {"name": "x", "owner": {"name": "A", "email": "a@example.org"}, "backends": ["local"]}
+    ok = base | {"status": {"recent_jobs": 20}}
+    assert not list(schema.validate(schema.POLICY, ok))
+    for bad in ({"recent_jobs": -1}, {"recent": 5}):
+        assert list(schema.validate(schema.POLICY, base | {"status": bad}))
