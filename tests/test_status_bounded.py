@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from campaignops.core import schema
+from campaignops.model import policy
 from tests.test_views import block
 
 FINISHED = 60
@@ -122,9 +124,6 @@ def test_campaign_status_is_bounded_newest_first_and_lists_more_on_demand(
 
 
 def test_status_recent_jobs_is_a_policy_key_with_a_default() -> None:
-    from campaignops.core import schema
-    from campaignops.model import policy
-
     assert policy.from_data({"status": {"recent_jobs": 7}}).recent_jobs == 7
     assert policy.from_data({"status": {"recent_jobs": 0}}).recent_jobs == 0
     for unusable in (-1, "ten", True, None):
