@@ -61,12 +61,14 @@ def select(ledger: ledger_mod.Ledger, selection: Selection) -> Listed:
         return Listed(jobs=newest_first(pool))
     index = ledger_index.of(ledger.jobs, ledger.index)
     live = index.live
-    listed: list[ledger_mod.Job] = []
+    listed = [ledger.by_id[i] for i in live if i in ledger.by_id]
+    if selection.stage is not None:
+        listed = [j for j in listed if j.stage == selection.stage]
     finished = 0
-    for job in reversed(pool):  # newest first: the recent finished ones, then only live ones
-        if job.ledger_id in live:
-            listed.append(job)
-        elif finished < selection.recent:
+    for job in reversed(pool):  # newest first, until enough finished ones are found
+        if finished >= selection.recent:
+            break
+        if job.ledger_id not in live:
             listed.append(job)
             finished += 1
     # The others, by state: the index's counts (kept with the fold) less the listed jobs.
