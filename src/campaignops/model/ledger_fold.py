@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from campaignops.model.ledger_index import Before, Index
 from campaignops.model.ledger_job import STAGES as STAGES
@@ -35,7 +35,7 @@ from campaignops.model.ledger_job import parse_time as parse_time
 
 @dataclass(frozen=True)
 class Ledger:
-    jobs: tuple[Job, ...] = ()
+    jobs: Sequence[Job] = ()
     skipped: tuple[Skipped, ...] = ()
     by_id: Mapping[str, Job] = field(default_factory=lambda: MappingProxyType({}))
     # The per-target index of ``jobs`` (campaignops.model.ledger_index), kept with the fold;
@@ -189,42 +189,111 @@ class Folding:
 
     def ledger(self) -> Ledger:
         """The jobs so far, sorted by submission time, then ledger_id (jobs whose times cannot
-        be read last). The fold keeps going after this without changing the Ledger."""
+        be read last). The fold keeps going after this without changing the Ledger. Its jobs
+        are made on first use (a command asks about a few of a year's 25,000)."""
         self.freeze()
-        first, kept = self.first, self.kept
-        by_id = {
-            lid: Job(ledger_id=lid, record=kept[lid], first_line=line, first_time=time)
-            for lid, (line, time) in first.items()
-        }
-        self.order = _sorted(by_id, self.order, self.touched)
+        made = _Made(dict(self.first), dict(self.kept))
+        self.order = _sorted(made, self.order, self.touched)
         skipped = (Skipped(line=n, reason=r, last=n == self.lines) for n, r in self.skipped)
         if self.index is None:
-            self.index = Index.build(by_id[lid] for lid in self.order)
+            self.index = Index.build(map(made.job, self.order))
         elif self.touched:
-            changed = ((by_id[lid], before) for lid, before in self.touched.items())
-            self.index = self.index.updated(changed, key=lambda lid: by_id[lid].sort_key())
+            changed = ((made.job(lid), before) for lid, before in self.touched.items())
+            self.index = self.index.updated(changed, key=lambda lid: made.job(lid).sort_key())
         self.touched.clear()
         return Ledger(
-            jobs=tuple(by_id[lid] for lid in self.order),
+            jobs=_Jobs(self.order, made),
             skipped=tuple(skipped),
-            by_id=MappingProxyType(by_id),
+            by_id=made,
             index=self.index,
         )
 
 
-def _sorted(jobs: Mapping[str, Job], order: list[str] | None, touched: Iterable[str]) -> list[str]:
+class _Made(Mapping[str, Job]):
+    """A Ledger's jobs by ledger id, each made on first use from the fold's fields as they were
+    when the Ledger was made, then kept (the same Job every time)."""
+
+    def __init__(
+        self, first: dict[str, tuple[int, str | None]], kept: dict[str, Mapping[str, Any]]
+    ) -> None:
+        self._first = first
+        self._kept = kept
+        self._jobs: dict[str, Job] = {}
+
+    def job(self, lid: str) -> Job:
+        found = self._jobs.get(lid)
+        if found is None:
+            line, time = self._first[lid]
+            found = self._jobs[lid] = Job(
+                ledger_id=lid, record=self._kept[lid], first_line=line, first_time=time
+            )
+        return found
+
+    def __getitem__(self, lid: str) -> Job:
+        if lid not in self._first:
+            raise KeyError(lid)
+        return self.job(lid)
+
+    def get(self, lid: str, default: Any = None) -> Any:
+        return self.job(lid) if lid in self._first else default
+
+    def __contains__(self, lid: object) -> bool:
+        return lid in self._first
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+
+class _Jobs(Sequence[Job]):
+    """A Ledger's jobs in submission order, made on first use (``_Made``)."""
+
+    def __init__(self, order: list[str], made: _Made) -> None:
+        self._order = order
+        self._made = made
+
+    @overload
+    def __getitem__(self, at: int) -> Job: ...
+    @overload
+    def __getitem__(self, at: slice) -> tuple[Job, ...]: ...
+    def __getitem__(self, at: int | slice) -> Job | tuple[Job, ...]:
+        if isinstance(at, slice):
+            return tuple(map(self._made.job, self._order[at]))
+        return self._made.job(self._order[at])
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self) -> Iterator[Job]:
+        return map(self._made.job, self._order)
+
+    def __reversed__(self) -> Iterator[Job]:
+        return map(self._made.job, reversed(self._order))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+
+def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> list[str]:
     """The ledger ids of ``jobs`` in submission order: sorted whole the first time; after that
     ``order`` (the previous one) with only the ``touched`` jobs (new, or with a new record that
     may have moved them) taken out and put back in their place, so a read of a 25,000-job
     ledger does not parse every job's time again."""
     if order is None:
-        return sorted(jobs, key=lambda lid: jobs[lid].sort_key())
+        return sorted(jobs, key=lambda lid: jobs.job(lid).sort_key())
     moved = set(touched)
     kept = [lid for lid in order if lid not in moved]
-    for lid in sorted(moved, key=lambda lid: jobs[lid].sort_key()):
-        mine = jobs[lid].sort_key()
+    for lid in sorted(moved, key=lambda lid: jobs.job(lid).sort_key()):
+        mine = jobs.job(lid).sort_key()
         n = len(kept)  # from the end: new and refreshed jobs are mostly the latest ones
-        while n and jobs[kept[n - 1]].sort_key() > mine:
+        while n and jobs.job(kept[n - 1]).sort_key() > mine:
             n -= 1
         kept.insert(n, lid)
     return kept

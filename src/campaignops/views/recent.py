@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from campaignops.core.errors import UsageError
@@ -81,9 +82,7 @@ def select(ledger: ledger_mod.Ledger, selection: Selection) -> Listed:
     return Listed(jobs=newest_first(listed), left=counts)
 
 
-def newest_first(
-    jobs: tuple[ledger_mod.Job, ...] | list[ledger_mod.Job],
-) -> tuple[ledger_mod.Job, ...]:
+def newest_first(jobs: Iterable[ledger_mod.Job]) -> tuple[ledger_mod.Job, ...]:
     """Newest submission first; jobs submitted in the same second by job id, read naturally."""
     return tuple(sorted(jobs, key=ledger_mod.Job.shown_key, reverse=True))
 
