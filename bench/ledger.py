@@ -267,6 +267,21 @@ class Timed:
     rss_mib: float  # the process's peak resident set
 
 
+# The command run in-process by a small Python that reports its own peak resident set at exit
+# (VmHWM: of this program's memory since exec). wait4's ru_maxrss would also count the pages a
+# child shares with this benchmark between its fork and exec: the ledgers held here.
+RUN_AND_MEASURE = """
+import os, sys
+from campaignops.cli import main
+try:
+    code = main(sys.argv[1:])
+finally:
+    with open("/proc/self/status") as status, open(os.environ["BENCH_HWM"], "w") as out:
+        out.write("".join(line for line in status if line.startswith("VmHWM:")))
+sys.exit(code)
+"""
+
+
 def timed(root: Path, args: list[str], ledger: bytes) -> Timed:
     # The same work every run: a ledger a run appended to is restored. One left as it was is
     # not rewritten: a rewrite makes git hash the whole file again (git status, the committed
@@ -274,20 +289,24 @@ def timed(root: Path, args: list[str], ledger: bytes) -> Timed:
     path = root / ".campaign/ledger.jsonl"
     if path.read_bytes() != ledger:
         path.write_bytes(ledger)
-    bindir = Path(sys.executable).parent
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(
-            [str(bindir / "campaign"), *args], cwd=root, stdout=subprocess.DEVNULL, stderr=err
+    with tempfile.TemporaryDirectory() as scratch:
+        hwm = Path(scratch) / "hwm"
+        env = os.environ | {"BENCH_HWM": str(hwm)}
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", RUN_AND_MEASURE, *args],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
         )
-        # wait4: this child's own rusage (ru_maxrss in KiB on Linux), not every child's maximum.
-        _, status, usage = os.wait4(child.pid, 0)
         elapsed = time.perf_counter() - start
-        child.returncode = code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
-            err.seek(0)
-            raise SystemExit(f"{' '.join(args)} exited {code}:\n{err.read().decode()}")
-    return Timed(seconds=elapsed, code=code, rss_mib=usage.ru_maxrss / 1024)
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(args)} exited {done.returncode}:\n{done.stderr.decode()}")
+        found = hwm.read_text().split() if hwm.exists() else []
+        rss = int(found[1]) / 1024 if len(found) > 1 else float("nan")  # VmHWM: N kB
+    return Timed(seconds=elapsed, code=done.returncode, rss_mib=rss)
 
 
 SHAPES = {

@@ -280,6 +280,12 @@ class _Jobs(Sequence[Job]):
     def __hash__(self) -> int:
         return hash(tuple(self))
 
+    def __add__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*self, *other)  # as a Ledger's tuple of jobs was
+
+    def __radd__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*other, *self)
+
 
 def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> list[str]:
     """The ledger ids of ``jobs`` in submission order: sorted whole the first time; after that
