@@ -97,15 +97,6 @@ def authorized(
     return _ok(gate, f"backend {backend} authorized{where}")
 
 
-def smoke_passed(job: Job, target: str, fingerprint: str | None) -> bool:
-    """``job`` is a smoke in which ``target``'s own task COMPLETED with exit 0, of the config
-    ``fingerprint`` names (the target's own recorded fingerprint)."""
-    if job.stage != "smoke" or fingerprint is None:
-        return False
-    found = ledger_index.attempt_of(job, target)
-    return found.outcome == ledger_index.PASSED and found.fingerprint == fingerprint
-
-
 def smoked_targets(
     fingerprints: Mapping[str, str], jobs: Sequence[Job], index: Index | None = None
 ) -> frozenset[str]:

@@ -293,12 +293,10 @@ def render_jobs(
     shown: Mapping[str, str] | None = None,
     selection: recent.Selection | None = None,
 ) -> str:
-    """The jobs table: the live jobs and the last ``status.recent_jobs`` finished ones, newest
-    first, the others counted in a note (views/recent.py); ``selection`` lists others
-    (`campaign status --all`, ``--since``, ``--stage``). ``shown`` replaces the state of the
-    jobs it names (by ledger id) with what they read as here (`campaign status`: another
-    clone's local job). STATUS.md passes neither: a committed view is the same in every
-    clone."""
+    """The jobs table: what ``selection`` lists (views/recent.py; default: the live jobs and
+    the last status.recent_jobs finished ones), the rest counted. ``shown`` replaces the state
+    of the jobs it names (by ledger id) with what they read as here (another clone's local
+    job). STATUS.md passes neither: a committed view is the same in every clone."""
     ledger = src.ledger()
     instead = shown or {}
     listed = recent.select(ledger, selection or recent.Selection(recent=src.recent_jobs()))
