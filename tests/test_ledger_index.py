@@ -61,7 +61,7 @@ def history() -> list[str]:
         rec("intent", "L-05", 40, stage="single", targets=["a"], fingerprint=FP_B),
         rec("result", "L-05", 41, error="sbatch: error: invalid partition"),
         rec("intent", "L-06", 50, stage="production", targets=["a", "c"], fingerprint=FP_B),
-        rec("result", "L-06", 51, job_id="200", state="PENDING"),
+        rec("result", "L-06", 51, job_id="200", state="PENDING", placement=[{"on": "box"}]),
         *smoke("L-07", 60, ["b", "c"], FP_B, ["FAILED", "COMPLETED"]),
         # Recorded late, submitted first: its result moves it before every other job.
         rec("intent", "L-08", 70, stage="smoke", targets=["c"], fingerprint=FP_A),
@@ -80,6 +80,7 @@ def answers(index: ledger_index.Index, jobs: tuple[ledger.Job, ...]) -> Any:
         return named[lid].sort_key()
 
     out: dict[str, Any] = {"live": sorted(index.live), "counts": dict(index.counts)}
+    out["placed"] = sorted(index.placed)
     for target in sorted(index.targets()):
         for fp in (FP_A, FP_B, None):
             out[f"{target} smoked {fp}"] = index.smoked(target, fp)
@@ -126,6 +127,7 @@ def test_the_index_kept_through_snapshot_and_tail_answers_as_one_built_from_the_
     )
     assert expected["c latest smoke"] == "L-07", "L-08 was submitted before every other job"
     assert expected["c smoked None"] == "L-07"
+    assert expected["placed"] == ["L-06"]
     assert (expected["a latest single"], expected["a submitted single"]) == ("L-05", None), (
         "the refused single is no attempt to retry"
     )

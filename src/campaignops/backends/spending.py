@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,7 +179,7 @@ def summary(
 ) -> str:
     """Spent against budget, per authorized backend, as a Markdown table and notes ("" when no
     backend has a charging model). USD is one budget across every backend that charges it."""
-    jobs = list(jobs)
+    jobs = jobs if isinstance(jobs, Sequence) else list(jobs)  # read only if a backend charges
     rows = ["| backend | spent | reserved | cap | of cap |", "| --- | --- | --- | --- | --- |"]
     notes: list[str] = []
     free: list[str] = []

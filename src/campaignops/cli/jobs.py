@@ -204,7 +204,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.backends.ssh import meter
 
     now = datetime.now(timezone.utc)
-    boxes, cap = meter.read(root, sources.ledger().jobs)
+    boxes, cap = meter.read(root, ledger_mod.placed(sources.ledger()))
     if boxes:
         print("\nSSH instances (since the first job placed on each):", file=out)
         for line in aligned("\n".join(meter.lines(boxes, now))):

@@ -52,6 +52,13 @@ def live(ledger: Ledger) -> tuple[Job, ...]:
     return tuple(sorted((ledger.by_id[i] for i in ids), key=Job.sort_key))
 
 
+def placed(ledger: Ledger) -> tuple[Job, ...]:
+    """The jobs placed on ssh boxes (a ``placement`` recorded), in submission order, from the
+    ledger's index: what the instance meter reads."""
+    ids = ledger_index.of(ledger.jobs, ledger.index).placed
+    return tuple(sorted((ledger.by_id[i] for i in ids), key=Job.sort_key))
+
+
 def latest_jobs(ledger: Ledger) -> tuple[Job, ...]:
     """Each target's latest job at each stage that the scheduler did not refuse, in submission
     order (what an OUT_OF_MEMORY retry looks at), from the ledger's index. A target id two

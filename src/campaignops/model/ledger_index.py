@@ -8,7 +8,8 @@ campaign with 25,000 jobs seconds per command, so the fold keeps this index besi
 - ``attempts``: per target, one small Attempt per job that ran it (ledger id, stage, the
   target's fingerprint, its task's outcome, its failure signature), in submission order; the
   questions walk it from the newest end and stop at their answer;
-- ``live``: the ledger ids of jobs that may still change state (``Job.open``).
+- ``live``: the ledger ids of jobs that may still change state (``Job.open``); ``placed``,
+  those placed on ssh boxes (what the meter reads); ``counts``: jobs per stage and state.
 
 It is a pure function of the folded jobs: ``build`` makes it from them, ``updated`` from the
 previous index and the jobs one fold step changed (each changed job's attempts replaced), and
@@ -96,11 +97,13 @@ class Index:
         live: frozenset[str],
         words: tuple[str | None, ...] = (None,),
         counts: dict[Counted, int] | None = None,
+        placed: frozenset[str] = frozenset(),
     ) -> None:
         self._lists = lists
         self._heads = heads
         self._words = words
         self.live = live
+        self.placed = placed  # jobs with a placement (ssh boxes): what the meter reads
         # Jobs per stage and state: what a bounded view says of the jobs it does not list.
         self.counts: Mapping[Counted, int] = counts or {}
 
@@ -111,9 +114,12 @@ class Index:
         heads: dict[str, dict[str, str]] = {}
         live: set[str] = set()
         counts: dict[Counted, int] = {}
+        placed: set[str] = set()
         for job in jobs:
             if job.open:
                 live.add(job.ledger_id)
+            if "placement" in job.record:
+                placed.add(job.ledger_id)
             shown = (job.stage, job.state_shown)
             counts[shown] = counts.get(shown, 0) + 1
             for target in dict.fromkeys(job.targets):
@@ -122,7 +128,7 @@ class Index:
                 assert isinstance(mine, list)
                 mine.append(attempt)
                 _head(heads.setdefault(target, {}), attempt)
-        return cls(lists, heads, frozenset(live), counts=counts)
+        return cls(lists, heads, frozenset(live), counts=counts, placed=frozenset(placed))
 
     def updated(
         self, changed: Iterable[tuple[Job, Before | None]], key: Callable[[str], Any]
@@ -132,13 +138,14 @@ class Index:
         key; None: a new job); ``key`` is a ledger id's submission order (Job.sort_key), where
         its attempts are put back."""
         lists, heads = dict(self._lists), dict(self._heads)
-        live = set(self.live)
+        live, placed = set(self.live), set(self.placed)
         counts = dict(self.counts)
         mine_targets: set[str] = set()  # targets whose map is already the new index's own
         mine_lists: set[Key] = set()  # lists already the new index's own copies
         for job, before in changed:
             lid = job.ledger_id
             (live.add if job.open else live.discard)(lid)
+            (placed.add if "placement" in job.record else placed.discard)(lid)
             _count(counts, before.counted if before is not None else None, job)
             now = {t: attempt_of(job, t) for t in dict.fromkeys(job.targets)}
             pairs = before.pairs if before is not None else ()
@@ -168,7 +175,7 @@ class Index:
             if not lists[target]:
                 del lists[target]
                 heads.pop(target, None)
-        return Index(lists, heads, frozenset(live), self._words, counts)
+        return Index(lists, heads, frozenset(live), self._words, counts, frozenset(placed))
 
     def _recounted(
         self, by_fp: Mapping[str | None, list[Attempt] | str], key: Callable[[str], Any]
@@ -298,6 +305,7 @@ class Index:
         data = {
             "words": words[1:],
             "live": sorted(self.live),
+            "placed": sorted(self.placed),
             "counts": counts,
             "targets": targets,
         }
@@ -315,7 +323,8 @@ class Index:
             lists[str(target)] = {words[fp]: str(rows) for fp, rows in by_fp}
         live = frozenset(str(lid) for lid in data["live"])
         counts = {(stage, str(shown)): int(n) for stage, shown, n in data["counts"]}
-        return cls(lists, heads, live, words, counts)
+        placed = frozenset(str(lid) for lid in data["placed"])
+        return cls(lists, heads, live, words, counts, placed)
 
 
 def _head(heads: dict[str, str], attempt: Attempt, key: Callable[[str], Any] | None = None) -> None:
