@@ -192,6 +192,7 @@ def no_sibling(
     job_of: Callable[[str], str] = str,
     elsewhere: Iterable[Job] = (),
     index: Index | None = None,
+    live: Sequence[Job] | None = None,
 ) -> Verdict:
     """No task of the same target is queued or running, at any stage, in any array: two runs
     of one target write the same outputs. ``active`` is the one scheduler query's answer (live
@@ -200,13 +201,15 @@ def no_sibling(
     id (an array task's id, the array's), so a live task finds its recorded job. ``elsewhere``:
     unfinished local jobs another clone ran (runner.elsewhere), which no query here can see:
     named when they hold a wanted target, not counted (their end is recorded there, and would
-    never come here)."""
+    never come here). ``live``: the ledger's live jobs (ledger.live), else found in ``jobs``
+    through the index."""
     gate = "no_sibling"
     if active is None:
         why = unasked or "the scheduler was not asked"
         return Verdict(gate=gate, passed=True, reason=f"not checked: {why}")
     wanted = set(request.targets)
-    live = [j for j in jobs if j.ledger_id in ledger_index.of(jobs, index).live]
+    if live is None:
+        live = [j for j in jobs if j.ledger_id in ledger_index.of(jobs, index).live]
     recorded = _Recorded(live, jobs, job_of)
     clashes: list[str] = []
     live_ids: list[str] = []
@@ -351,11 +354,12 @@ def evaluate(
     unasked: str | None = None,
     elsewhere: Sequence[Job] = (),
     index: Index | None = None,
+    live: Sequence[Job] | None = None,
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first).
     ``unasked``: why ``active`` is None (a dry run on a machine that cannot reach the backend);
     ``elsewhere``: other clones' unfinished local jobs (no_sibling); ``index``: the ledger's
-    per-target index of ``jobs`` (built from them when None)."""
+    per-target index of ``jobs`` (built from them when None), ``live`` its live jobs."""
     index = ledger_index.of(jobs, index)
     return (
         committed(repo, paths=request.paths, policy=policy),
@@ -381,6 +385,7 @@ def evaluate(
             elsewhere=elsewhere,
             job_of=_job_of(page),
             index=index,
+            live=live,
         ),
         breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes, index=index),
         budget(request, policy=policy, page=page, jobs=jobs),

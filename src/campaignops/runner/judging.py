@@ -110,6 +110,7 @@ def judged(
             fingerprints=facts.fingerprints,
             jobs=facts.history.jobs,
             index=facts.history.index,
+            live=ledger.live(facts.history),
             active=facts.active,
             fixes=facts.fixes,
             unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",
