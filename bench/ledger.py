@@ -1,28 +1,40 @@
 #!/usr/bin/env python3
-"""Benchmark: the ledger at a year's size against a week's, through the real CLI.
+"""Benchmark: the ledger at a year's size against a week's, through the real CLI, in two shapes.
 
-Builds two campaigns with `campaign new` (local backend): one whose ledger holds 1,000 records,
-one with 100,000 (a year of 1,000-task arrays with per-task state records, ~31 MiB). Both track
-the same unfinished 1,000-task array, whose job id the local backend answers from state files
-written under `.campaign/local/` (a recorded state: no executor runs, the tasks stay as written).
-Then times, alternating, after one warm-up run each:
+- **big arrays** (``--shape arrays``): a ledger of 1,000 records against one of 100,000 (a year
+  of 1,000-task arrays with per-task state records, ~31 MiB). Both track the same unfinished
+  1,000-task array.
+- **many jobs** (``--shape jobs``): 250 finished 4-task smoke jobs against 25,000 (an agent
+  that smokes all day for a year: 100,000 records, four a job). Both track one unfinished
+  4-task smoke.
+
+Each shape builds its two campaigns with `campaign new` (local backend); the tracked job's id is
+answered by the local backend from state files written under `.campaign/local/` (a recorded
+state: no executor runs, the tasks stay as written). Then times, alternating, after one warm-up
+run each:
 
 - `campaign submit manifests/example.yaml --stage smoke --dry-run`
-- `campaign status --refresh` (the ledger is restored between runs, so each run does the same
-  work; restoring rewrites the same bytes, which a content-keyed cache still accepts)
+- `campaign status` (reads, renders nothing to a file)
+- `campaign status --refresh` (a ledger a run appended to is restored before the next, so each
+  run does the same work; one left unchanged is not rewritten, which would make git hash it
+  again)
 
-and prints the medians and the ratio big/small (target: at most 2x), and each command's first,
-cold run (the snapshot removed: the whole ledger parsed, the snapshot written, as after a merge
-that changed the ledger's history). Never fails on timing.
+and prints the medians, the ratio big/small (target: at most 2x), the peak RSS of the big
+side's runs, and each command's first, cold run (the snapshot removed: the whole ledger parsed,
+the snapshot written, as after a merge that changed the ledger's history). Never fails on
+timing.
 
-    python bench/ledger.py [--records N] [--small N] [--repeat N] [--keep DIR] [--no-snapshot]
+    python bench/ledger.py [--shape arrays|jobs|both] [--records N] [--small N] [--jobs N]
+                           [--small-jobs N] [--repeat N] [--keep DIR] [--no-snapshot]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -38,6 +50,8 @@ TRACKED_ID = "local-9999-abcdef"
 TRACKED_TASKS = 1000
 ARRAY_TASKS = 1000
 SMOKE_TARGETS = ("baseline_reconstruction", "baseline_segmentation", "wide_reconstruction")
+# The many-jobs shape smokes all four of manifests/example.yaml's targets in every job.
+EXAMPLE_TARGETS = (*SMOKE_TARGETS, "wide_segmentation")
 START = dt.datetime(2025, 11, 24, tzinfo=dt.timezone.utc)
 FP = "sha256:" + "ab" * 32
 COMMIT = "c0ffee" * 6 + "c0ff"
@@ -118,31 +132,33 @@ def array_job(
         yield line(rec)
 
 
-def tracked(when: dt.datetime) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
-    """The unfinished array (1,000 tasks: 8 running, the rest pending): its ledger lines, and
-    the local backend's job.json and state.json that answer for it."""
-    targets = [f"live-{i:04d}" for i in range(TRACKED_TASKS)]
+def tracked(
+    when: dt.datetime, targets: list[str], stage: str = "production"
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """The unfinished array (8 tasks running, the rest pending): its ledger lines, and the
+    local backend's job.json and state.json that answer for it."""
+    size = len(targets)
     lid = f"L{stamp(when).replace('-', '').replace(':', '')}-{'f' * 12}"
-    lines = list(
-        array_job(lid, when, stage="production", targets=targets, job_id=TRACKED_ID, records=2)
-    )[:2]
+    lines = list(array_job(lid, when, stage=stage, targets=targets, job_id=TRACKED_ID, records=2))[
+        :2
+    ]
     started = when + dt.timedelta(minutes=1)
     tasks = [
-        {"index": i, "state": "RUNNING" if i < 8 else "PENDING", "started": stamp(started)}
+        {"index": i, "state": "RUNNING", "started": stamp(started)}
         if i < 8
         else {"index": i, "state": "PENDING"}
-        for i in range(TRACKED_TASKS)
+        for i in range(size)
     ]
     # Record in the ledger exactly what the backend will say, so a refresh has nothing to add.
     state = head("state", lid, started) | {"job_id": TRACKED_ID, "state": "RUNNING"}
     state["tasks"] = {str(t["index"]): {k: v for k, v in t.items() if k != "index"} for t in tasks}
     lines.append(line(state))
     job = {
-        "name": "bench-production",
+        "name": f"bench-{stage}",
         "comment": f"{lid} {COMMIT}",
         "timelimit": "1-00:00:00",
         "submitted": stamp(when + dt.timedelta(seconds=1)),
-        "size": TRACKED_TASKS,
+        "size": size,
     }
     return lines, job, {"job_id": TRACKED_ID, "state": "RUNNING", "tasks": tasks}
 
@@ -179,21 +195,45 @@ def history(records: int) -> Iterator[str]:
         when += step * size
 
 
+def smokes(jobs: int) -> Iterator[str]:
+    """``jobs`` finished smokes of the example's four targets over a year, four records each
+    (intent, result, running, completed with each task's end): an agent's daily loop."""
+    step = dt.timedelta(days=363) / max(jobs, 1)
+    for n in range(jobs):
+        when = START + step * n
+        lid = f"L{stamp(when).replace('-', '').replace(':', '')}-{n:012x}"
+        yield from array_job(
+            lid,
+            when,
+            stage="smoke",
+            targets=list(EXAMPLE_TARGETS),
+            job_id=f"local-{n + 1}-{n % 0xFFFFFF:06x}",
+            records=4,
+            manifest="manifests/example.yaml",
+        )
+
+
 def git(root: Path, *args: str) -> None:
     identity = ("-c", "user.name=bench", "-c", "user.email=bench@example.org")
     subprocess.run(["git", *identity, *args], cwd=root, check=True, capture_output=True)
 
 
-def campaign(base: Path, records: int) -> Path:
-    root = base / f"ledger-{records}"
+def campaign(base: Path, shape: str, size: int) -> Path:
+    """A campaign whose ledger is ``size`` records (arrays) or ``size`` finished jobs (jobs)."""
+    root = base / f"{shape}-{size}"
     subprocess.run(
         # No upstream here: without require_pushed every gate passes and the dry run exits 0.
         [sys.executable, "-m", "campaignops", "new", str(root), "--defaults", *NO_UPSTREAM],
         check=True,
         capture_output=True,
     )
-    live, job, state = tracked(START + dt.timedelta(days=364))
-    body = list(history(records - len(live))) + live
+    when = START + dt.timedelta(days=364)
+    if shape == "arrays":
+        live, job, state = tracked(when, [f"live-{i:04d}" for i in range(TRACKED_TASKS)])
+        body = list(history(size - len(live))) + live
+    else:
+        live, job, state = tracked(when, list(EXAMPLE_TARGETS), stage="smoke")
+        body = list(smokes(size)) + live
     (root / ".campaign/ledger.jsonl").write_text("".join(f"{x}\n" for x in body))
     local = root / ".campaign/local" / TRACKED_ID
     local.mkdir(parents=True)
@@ -201,13 +241,14 @@ def campaign(base: Path, records: int) -> Path:
     (local / "state.json").write_text(json.dumps(state))
     run(root, "render")
     git(root, "add", "-A")
-    git(root, "commit", "-qm", f"a ledger of {records} records")
+    git(root, "commit", "-qm", f"a ledger of {size} {shape}")
     return root
 
 
 NO_UPSTREAM = ("--data", "require_pushed=no")
 COMMANDS = {
     "submit --dry-run": ["submit", "manifests/example.yaml", "--stage", "smoke", "--dry-run"],
+    "status": ["status"],
     "status --refresh": ["status", "--refresh"],
 }
 
@@ -219,20 +260,101 @@ def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def timed(root: Path, args: list[str], ledger: bytes) -> tuple[float, int]:
-    (root / ".campaign/ledger.jsonl").write_bytes(ledger)  # the same work every run
-    start = time.perf_counter()
-    done = run(root, *args)
-    elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(args)} exited {done.returncode}:\n{done.stderr}")
-    return elapsed, done.returncode
+@dataclasses.dataclass(frozen=True)
+class Timed:
+    seconds: float
+    code: int
+    rss_mib: float  # the process's peak resident set
+
+
+# The command run in-process by a small Python that reports its own peak resident set at exit
+# (VmHWM: of this program's memory since exec). wait4's ru_maxrss would also count the pages a
+# child shares with this benchmark between its fork and exec: the ledgers held here.
+RUN_AND_MEASURE = """
+import os, sys
+from campaignops.cli import main
+try:
+    code = main(sys.argv[1:])
+finally:
+    with open("/proc/self/status") as status, open(os.environ["BENCH_HWM"], "w") as out:
+        out.write("".join(line for line in status if line.startswith("VmHWM:")))
+sys.exit(code)
+"""
+
+
+def timed(root: Path, args: list[str], ledger: bytes) -> Timed:
+    # The same work every run: a ledger a run appended to is restored. One left as it was is
+    # not rewritten: a rewrite makes git hash the whole file again (git status, the committed
+    # gate), work no unchanged ledger costs.
+    path = root / ".campaign/ledger.jsonl"
+    if path.read_bytes() != ledger:
+        path.write_bytes(ledger)
+    with tempfile.TemporaryDirectory() as scratch:
+        hwm = Path(scratch) / "hwm"
+        env = os.environ | {"BENCH_HWM": str(hwm)}
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", RUN_AND_MEASURE, *args],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+        elapsed = time.perf_counter() - start
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(args)} exited {done.returncode}:\n{done.stderr.decode()}")
+        found = hwm.read_text().split() if hwm.exists() else []
+        rss = int(found[1]) / 1024 if len(found) > 1 else float("nan")  # VmHWM: N kB
+    return Timed(seconds=elapsed, code=done.returncode, rss_mib=rss)
+
+
+SHAPES = {
+    "arrays": "big arrays: {small:,} against {big:,} records (1,000-task arrays)",
+    "jobs": "many jobs: {small:,} against {big:,} finished 4-task smoke jobs (4 records each)",
+}
+
+
+def measure(sides: dict[int, Path], repeat: int, no_snapshot: bool, names: str) -> None:
+    """Each command's medians on both sides, their ratio, the big side's peak RSS."""
+    small_n, big_n = sides
+    ledgers = {n: (r / ".campaign/ledger.jsonl").read_bytes() for n, r in sides.items()}
+    cache = [".git/campaignops"] if no_snapshot else []
+    for label, argv in COMMANDS.items():
+        runs: dict[int, list[Timed]] = {n: [] for n in sides}
+        first: dict[int, Timed] = {}
+        for i in range(repeat + 1):
+            for n, root in sides.items():
+                for rel in cache if i else [".git/campaignops"]:
+                    shutil.rmtree(root / rel, ignore_errors=True)
+                done = timed(root, argv, ledgers[n])
+                if i:
+                    runs[n].append(done)
+                else:  # a warm-up, after the snapshot was removed: a cold read
+                    first[n] = done
+        small, big = (statistics.median(t.seconds for t in runs[n]) for n in sides)
+        rss = max(t.rss_mib for t in runs[big_n])
+        verdict = "meets" if big <= TARGET * small else "MISSES"
+        codes = f"{runs[small_n][-1].code}/{runs[big_n][-1].code}"
+        print(
+            f"campaign {label}: {small_n:,} {names} {small:.3f}s, {big_n:,} {names} {big:.3f}s, "
+            f"ratio {big / small:.2f} (target <= {TARGET:g}: {verdict}); exit {codes}; "
+            f"peak RSS {rss:.0f} MiB"
+        )
+        print(
+            f"  first run, no snapshot (parses all, writes the snapshot): "
+            f"{first[small_n].seconds:.3f}s / {first[big_n].seconds:.3f}s, "
+            f"peak RSS {first[big_n].rss_mib:.0f} MiB"
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=100_000, help="the big ledger (100000)")
-    parser.add_argument("--small", type=int, default=1_000, help="the small ledger (1000)")
+    parser.add_argument("--shape", choices=("arrays", "jobs", "both"), default="both")
+    parser.add_argument("--records", type=int, default=100_000, help="big arrays (100000)")
+    parser.add_argument("--small", type=int, default=1_000, help="small arrays (1000)")
+    parser.add_argument("--jobs", type=int, default=25_000, help="many jobs (25000)")
+    parser.add_argument("--small-jobs", type=int, default=250, help="few jobs (250)")
     parser.add_argument("--repeat", type=int, default=5, metavar="N", help="timed runs (5)")
     parser.add_argument("--keep", type=Path, help="build the campaigns here and keep them")
     parser.add_argument(
@@ -241,42 +363,24 @@ def main() -> int:
         help="remove the ledger snapshot before each run (every run parses the whole ledger)",
     )
     args = parser.parse_args()
+    sizes = {"arrays": (args.small, args.records), "jobs": (args.small_jobs, args.jobs)}
+    shapes = ("arrays", "jobs") if args.shape == "both" else (args.shape,)
     base = args.keep or Path(tempfile.mkdtemp(prefix="ledger-bench-"))
     try:
-        sides = {n: campaign(base, n) for n in (args.small, args.records)}
-        for n, root in sides.items():
-            size = (root / ".campaign/ledger.jsonl").stat().st_size
-            print(f"ledger of {n:,} records: {size / 2**20:.1f} MiB, {root}")
-        print(
-            f"tracked: {TRACKED_ID}, {TRACKED_TASKS} unfinished tasks, answered by the local "
-            "backend from recorded state files (.campaign/local/), no executor running"
-        )
-        ledgers = {n: (r / ".campaign/ledger.jsonl").read_bytes() for n, r in sides.items()}
-        cache = [".git/campaignops"] if args.no_snapshot else []
-        for label, argv in COMMANDS.items():
-            times: dict[int, list[float]] = {n: [] for n in sides}
-            first: dict[int, float] = {}
-            codes: dict[int, int] = {}
-            for i in range(args.repeat + 1):
-                for n, root in sides.items():
-                    for rel in cache if i else [".git/campaignops"]:
-                        shutil.rmtree(root / rel, ignore_errors=True)
-                    elapsed, codes[n] = timed(root, argv, ledgers[n])
-                    if i:
-                        times[n].append(elapsed)
-                    else:  # a warm-up, after the snapshot was removed: a cold read
-                        first[n] = elapsed
-            small, big = (statistics.median(times[n]) for n in sides)
-            verdict = "meets" if big <= TARGET * small else "MISSES"
+        for shape in shapes:
+            small, big = sizes[shape]
+            print(f"== {SHAPES[shape].format(small=small, big=big)}")
+            sides = {n: campaign(base, shape, n) for n in (small, big)}
+            for root in sides.values():
+                size = (root / ".campaign/ledger.jsonl").stat().st_size
+                lines = (root / ".campaign/ledger.jsonl").read_bytes().count(b"\n")
+                print(f"ledger: {lines:,} records, {size / 2**20:.1f} MiB, {root}")
             print(
-                f"campaign {label}: {args.small:,} records {small:.3f}s, "
-                f"{args.records:,} records {big:.3f}s, ratio {big / small:.2f} "
-                f"(target <= {TARGET:g}: {verdict}); exit {codes[args.small]}/{codes[args.records]}"
+                f"tracked: {TRACKED_ID}, unfinished, answered by the local backend from "
+                "recorded state files (.campaign/local/), no executor running"
             )
-            print(
-                f"  first run, no snapshot (parses all, writes the snapshot): "
-                f"{first[args.small]:.3f}s / {first[args.records]:.3f}s"
-            )
+            names = "records" if shape == "arrays" else "jobs"
+            measure(sides, args.repeat, args.no_snapshot, names)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -16,7 +16,7 @@ import pytest
 
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
-from campaignops.model import ledger
+from campaignops.model import ledger, ledger_index, ledger_snapshot
 from tests import waiting
 from tests.conftest import TODAY, git
 
@@ -49,6 +49,9 @@ def test_two_clones_merge_without_conflict_and_render_repairs_status(  # type: i
     clones: tuple[Path, Path], run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     alice, bob = clones
+    # Every read keeps a snapshot and its per-target index (in each clone's .git), as a big
+    # ledger's would: the merge must not be read through bob's stale one.
+    monkeypatch.setattr(ledger_snapshot, "SNAPSHOT_AFTER", 1)
     first = smoke(run, alice, monkeypatch)
     second = smoke(run, bob, monkeypatch)
     # Both counters started at 1 in their own .campaign/local; the ids still differ.
@@ -74,6 +77,15 @@ def test_two_clones_merge_without_conflict_and_render_repairs_status(  # type: i
     }
     for job in (first, second):
         assert (bob / f".campaign/jobs/{job.ledger_id}.sh").is_file()
+    # The index read with the merged ledger is the one its records make.
+    rebuilt = ledger_index.Index.build(merged.jobs)
+    assert merged.index is not None and merged.index.counts == rebuilt.counts == {
+        ("smoke", "COMPLETED"): 2
+    }
+    assert sorted(merged.index.targets()) == sorted(rebuilt.targets())
+    for target in rebuilt.targets():
+        assert merged.index.latest(target, "smoke") == rebuilt.latest(target, "smoke")
+        assert merged.index.smoked(target, None) == rebuilt.smoked(target, None) is not None
 
     monkeypatch.chdir(bob)
     stale = run("check", "--select", "VIEW", "--format", "json")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,11 +190,11 @@ def summary(
 ) -> str:
     """Spent against budget, per authorized backend, as a Markdown table and notes ("" when no
     backend has a charging model). USD is one budget across every backend that charges it."""
-    jobs = list(jobs)
+    jobs = jobs if isinstance(jobs, Sequence) else list(jobs)  # read only if a backend charges
     rows = ["| backend | spent | reserved | cap | of cap |", "| --- | --- | --- | --- | --- |"]
     notes: list[str] = []
     free: list[str] = []
-    cloud = spent(jobs, unit=USD, backend=None, now=now)
+    cloud: Spent | None = None  # every USD backend's: asked only when a cap is shared
     for name in policy.backends:
         model = charging(pages.get(name))
         if model is None:
@@ -206,7 +206,9 @@ def summary(
             limit = "allocation size not set" if missing == ALLOCATION_UNKNOWN else "not set"
             share = "-"
         else:
-            total = cloud.total if cap.backend is None else mine.total
+            if cap.backend is None and cloud is None:
+                cloud = spent(jobs, unit=USD, backend=None, now=now)
+            total = cloud.total if cap.backend is None and cloud is not None else mine.total
             shared = ", every USD backend" if cap.backend is None else ""
             limit = f"{amount(cap.limit, cap.unit)} ({cap.source}{shared})"
             share = _share(total, cap)

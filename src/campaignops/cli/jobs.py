@@ -46,6 +46,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.core.files import FileReader
     from campaignops.model import ledger as ledger_mod
     from campaignops.runner import elsewhere, progress, status
+    from campaignops.views import recent
     from campaignops.views import render as views
 
     root = campaign_root()
@@ -96,17 +97,25 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return 130
     elif args.refresh:
         report(status.refresh(root=root))
-    if args.format == "json":
-        jobs = [dict(j.record) for j in ledger_mod.read(root).jobs]
-        contract.emit(out, args.command_name, {"jobs": jobs})
-        return 0
     sources = views.Sources(FileReader(root))
-    if args.format == "markdown":
-        print(sources.render("stages") + "\n\n" + sources.render("jobs"), file=out)
+    selection = recent.Selection(
+        recent=sources.recent_jobs(),
+        every=args.all,
+        since=None if args.since is None else recent.since(args.since),
+        stage=args.stage,
+    )
+    if args.format == "json":
+        listed = recent.select(sources.ledger(), selection)
+        jobs = [dict(j.record) for j in listed.jobs]
+        contract.emit(out, args.command_name, {"jobs": jobs, "unlisted": dict(listed.left)})
         return 0
-    away = elsewhere.of(root, sources.ledger().jobs)
+    if args.format == "markdown":
+        jobs_block = views.render_jobs(sources, selection=selection)
+        print(sources.render("stages") + "\n\n" + views.escape_surrogates(jobs_block), file=out)
+        return 0
+    away = elsewhere.of(root, ledger_mod.live(sources.ledger()))
     shown = {j.ledger_id: elsewhere.ELSEWHERE for j in away}
-    here = views.escape_surrogates(views.render_jobs(sources, shown))
+    here = views.escape_surrogates(views.render_jobs(sources, shown, selection))
     for line in aligned(here):
         print(safetext.plain_line(line), file=out)  # reasons quote schedulers' and boxes' text
     if away:
@@ -125,7 +134,7 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.backends.ssh import meter
 
     now = datetime.now(timezone.utc)
-    boxes, policy = meter.read(root, sources.ledger().jobs)
+    boxes, policy = meter.read(root, ledger_mod.placed(sources.ledger()))
     if boxes:
         print("\nSSH instances (since the first job placed on each):", file=out)
         for line in aligned("\n".join(meter.lines(boxes, now))):
@@ -207,7 +216,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sts = sub.add_parser(
         "status",
         help="show the campaign's jobs; --refresh asks each backend once",
-        description="Show the jobs recorded in the ledger. With --refresh, one batched query per "
+        description="Show the jobs recorded in the ledger, newest first: the unfinished ones "
+        "and the most recent finished ones (--all, --since and --stage list others). "
+        "With --refresh, one batched query per "
         "backend updates every unfinished job (state changes go to the ledger) and STATUS.md is "
         "re-rendered. --watch repeats that at most once a minute until every job has finished "
         "(every 2 s while only local jobs, whose state is files here, are unfinished); there is "
@@ -230,13 +241,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SECONDS",
         help="seconds between --watch rounds: 60 to 86400 (default 60)",
     )
+    sts.add_argument(
+        "--all",
+        action="store_true",
+        help="list every job (default: the unfinished ones and the last status.recent_jobs "
+        "finished ones, 50 unless campaign.yaml says otherwise; the rest are counted)",
+    )
+    sts.add_argument(
+        "--since",
+        metavar="DATE",
+        help="list every job submitted at or after DATE (2026-11-21: midnight UTC, or "
+        "2026-11-21T10:00:00Z)",
+    )
+    sts.add_argument(
+        "--stage",
+        choices=("smoke", "single", "production"),
+        help="list only jobs of this stage",
+    )
     contract.add_format(
         sts,
         "text",
         "markdown",
         "json",
         help="text (default; the old name table still works), markdown (STATUS.md's tables), "
-        "json (ledger records)",
+        "json (the listed jobs' ledger records, newest first, and the count of the others by "
+        "state)",
     )
     sts.set_defaults(handler=_status)
 

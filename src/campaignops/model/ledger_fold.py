@@ -17,243 +17,30 @@ missing is still read.
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
-from campaignops.model.states import FINISHED
-
-STAGES = ("smoke", "single", "production")
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A ledger line that was not read: its 1-based number, why, and whether it was the last."""
-
-    line: int
-    reason: str
-    last: bool
-
-
-@dataclass(frozen=True)
-class Job:
-    """One submission: the fold of every record sharing its ledger_id, with typed accessors."""
-
-    ledger_id: str
-    record: Mapping[str, Any]
-    first_line: int
-    first_time: str | None
-
-    def text(self, key: str) -> str | None:
-        value = self.record.get(key)
-        return value if isinstance(value, str) else None
-
-    def number(self, key: str) -> float | None:
-        return _number(self.record.get(key))
-
-    @property
-    def job_id(self) -> str | None:
-        return self.text("job_id")
-
-    @property
-    def kind(self) -> str | None:
-        return self.text("kind")
-
-    @property
-    def stage(self) -> str | None:
-        return self.text("stage")
-
-    @property
-    def backend(self) -> str | None:
-        return self.text("backend")
-
-    @property
-    def state(self) -> str | None:
-        return self.text("state")
-
-    @property
-    def commit(self) -> str | None:
-        return self.text("commit")
-
-    @property
-    def error(self) -> str | None:
-        return self.text("error")
-
-    @functools.cached_property
-    def targets(self) -> tuple[str, ...]:
-        # Cached (a frozen job's record does not change): gates ask once per job and target.
-        value = self.record.get("targets")
-        if isinstance(value, list):
-            return tuple(t for t in value if isinstance(t, str))
-        return ()
-
-    @functools.cached_property
-    def _indices(self) -> Mapping[str, int]:
-        # Built backwards so a repeated target keeps its first place (tuple.index's answer).
-        targets = self.targets
-        return dict(zip(reversed(targets), range(len(targets) - 1, -1, -1), strict=True))
-
-    @property
-    def exit_code(self) -> int | None:
-        return _int(self.record.get("exit_code"))
-
-    def index_of(self, target: str) -> int | None:
-        """The array index that runs ``target`` (its place in ``targets``), or None."""
-        return self._indices.get(target)
-
-    def task(self, target: str) -> Task | None:
-        """``target``'s own outcome in this job: its array task's record, else (a job of one
-        target, or a record from before per-task states) the job's own fields."""
-        index = self.index_of(target)
-        if index is None:
-            return None
-        tasks = self.record.get("tasks")
-        own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
-        if isinstance(own, Mapping) and isinstance(own.get("state"), str):
-            return Task.of(index, own)
-        if len(self.targets) == 1 or not isinstance(tasks, Mapping):
-            return Task.of(index, self.record)
-        # An array with per-task records that has none for this task yet: as its job says,
-        # unless the job has ended (then this task's end is not known: UNKNOWN).
-        state = self.state
-        return Task(index=index, state="UNKNOWN" if state in FINISHED else state)
-
-    def target_fingerprint(self, target: str) -> str | None:
-        """The fingerprint ``target`` had when this job was submitted, where it is recorded
-        per target (or the job has one target)."""
-        by_target = self.record.get("fingerprints")
-        if isinstance(by_target, Mapping) and isinstance(by_target.get(target), str):
-            return str(by_target[target])
-        return self.text("fingerprint") if self.targets == (target,) else None
-
-    def queue_wait(self) -> float | None:
-        """Seconds between submission and start: recorded, else derived from the timestamps."""
-        return _duration(self.number("queue_wait_s"), self.text("submitted"), self.text("started"))
-
-    def run_time(self) -> float | None:
-        """Seconds between start and end: recorded, else derived from the timestamps."""
-        return _duration(self.number("run_time_s"), self.text("started"), self.text("ended"))
-
-    def sort_key(self) -> tuple[dt.datetime, str]:
-        """Submission time (the first record's time until one is known), then ledger_id."""
-        when = parse_time(self.text("submitted")) or parse_time(self.first_time)
-        return (when or _NEVER, self.ledger_id)
-
-
-@dataclass(frozen=True)
-class Task:
-    """One target's outcome within a job: its array task's state, exit code, times, usage."""
-
-    index: int
-    state: str | None
-    exit_code: int | None = None
-    reason: str | None = None
-    signature: str | None = None
-    started: str | None = None
-    ended: str | None = None
-    run_time_s: float | None = None
-    max_rss: str | None = None
-    req_mem: str | None = None
-    cpu_time_s: float | None = None  # sacct TotalCPU: every CPU's time together
-    alloc_cpus: int | None = None
-    alloc_gpus: int | None = None
-    # What ``campaign status --refresh`` diagnosed from the task's log and verdict (recorded as
-    # ``"diagnosis": {"entry": id|null, "category": category|null}``): the catalog entry id and
-    # its category; both None when nothing matched or the task was never diagnosed.
-    entry: str | None = None
-    category: str | None = None
-    # campaign pull's verdict on the task's outputs (ssh backends): "verified", or what is wrong.
-    pulled: str | None = None
-
-    @classmethod
-    def of(cls, index: int, fields: Mapping[str, Any]) -> Task:
-        def text(key: str) -> str | None:
-            value = fields.get(key)
-            return value if isinstance(value, str) else None
-
-        run, cpu = _number(fields.get("run_time_s")), _number(fields.get("cpu_time_s"))
-        found = fields.get("diagnosis")
-        diagnosis: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        entry, category = diagnosis.get("entry"), diagnosis.get("category")
-        return cls(
-            index=index,
-            state=text("state"),
-            exit_code=_int(fields.get("exit_code")),
-            reason=text("reason"),
-            signature=text("signature"),
-            started=text("started"),
-            ended=text("ended"),
-            run_time_s=run if run is not None and run >= 0 else None,
-            max_rss=text("max_rss"),
-            req_mem=text("req_mem"),
-            cpu_time_s=cpu if cpu is not None and cpu >= 0 else None,
-            alloc_cpus=_int(fields.get("alloc_cpus")),
-            alloc_gpus=_int(fields.get("alloc_gpus")),
-            entry=entry if isinstance(entry, str) else None,
-            category=category if isinstance(category, str) else None,
-            pulled=text("pulled"),
-        )
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state == "COMPLETED" and self.exit_code in (0, None)
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED
-
-
-def _number(value: object) -> float | None:
-    """A finite number as a float, else None (an integer too big for a float, 10**400, too)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+from campaignops.model.ledger_index import Before, Index
+from campaignops.model.ledger_job import STAGES as STAGES
+from campaignops.model.ledger_job import Job as Job
+from campaignops.model.ledger_job import Skipped as Skipped
+from campaignops.model.ledger_job import Task as Task
+from campaignops.model.ledger_job import parse_time as parse_time
 
 
 @dataclass(frozen=True)
 class Ledger:
-    jobs: tuple[Job, ...] = ()
+    jobs: Sequence[Job] = ()
     skipped: tuple[Skipped, ...] = ()
     by_id: Mapping[str, Job] = field(default_factory=lambda: MappingProxyType({}))
-
-
-# Jobs whose times cannot be read sort after every dated one, still ordered by ledger_id.
-_NEVER = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
-
-
-def parse_time(value: str | None) -> dt.datetime | None:
-    """An RFC 3339 timestamp as an aware datetime (naive ones taken as UTC), else None."""
-    if not value:
-        return None
-    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
-
-
-def _duration(recorded: float | None, start: str | None, end: str | None) -> float | None:
-    if recorded is not None:
-        return recorded if recorded >= 0 else None
-    begin, finish = parse_time(start), parse_time(end)
-    if begin is None or finish is None or finish < begin:
-        return None
-    return (finish - begin).total_seconds()
+    # The per-target index of ``jobs`` (campaignops.model.ledger_index), kept with the fold;
+    # None when built without one (ledger_index.of builds it from the jobs then).
+    index: Index | None = field(default=None, compare=False, repr=False)
 
 
 def _record(line: str, *, check: bool = True) -> tuple[dict[str, Any] | None, str]:
@@ -330,6 +117,10 @@ class Folding:
     ``jobs`` holds the fields of jobs this fold may still update; ``kept`` those already handed
     out in a Ledger (read-only: a job the tail touches again is copied back into ``jobs``, so
     a Ledger once returned never changes), or read lazily from a snapshot.
+
+    ``index`` is the per-target index of the jobs as of the last ``ledger`` (None until one is
+    built or loaded); ``touched`` the jobs fed since then, each with the targets it had before
+    (none: new), which the next ``ledger`` puts into a new index.
     """
 
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -337,6 +128,9 @@ class Folding:
     first: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     skipped: list[tuple[int, str]] = field(default_factory=list)
     lines: int = 0
+    index: Index | None = None
+    touched: dict[str, Before | None] = field(default_factory=dict)
+    order: list[str] | None = None  # the ledger ids in submission order, as of the last ledger
 
     def copy(self) -> Folding:
         return Folding(
@@ -345,6 +139,9 @@ class Folding:
             first=dict(self.first),
             skipped=list(self.skipped),
             lines=self.lines,
+            index=self.index,
+            touched=dict(self.touched),
+            order=self.order,
         )
 
     def feed(self, text: str) -> None:
@@ -370,8 +167,19 @@ class Folding:
             if job is None:
                 kept = self.kept.pop(lid, None)
                 job = self.jobs[lid] = {} if kept is None else _thaw(kept)
+                if lid not in self.touched:
+                    self.touched[lid] = self._before(lid, kept)
             _merge(job, rec)
         self.lines += len(lines)
+
+    def _before(self, lid: str, kept: Mapping[str, Any] | None) -> Before | None:
+        """A job as the index saw it before this fold step changed it (None: a new one)."""
+        if kept is None or self.index is None:
+            return None
+        line, time = self.first[lid]
+        job = Job(ledger_id=lid, record=kept, first_line=line, first_time=time)
+        pairs = tuple((t, job.target_fingerprint(t)) for t in dict.fromkeys(job.targets))
+        return Before(pairs=pairs, key=job.sort_key(), counted=(job.stage, job.state_shown))
 
     def freeze(self) -> None:
         """Make every job read-only (``kept``): a later ``feed`` copies what it updates."""
@@ -381,19 +189,120 @@ class Folding:
 
     def ledger(self) -> Ledger:
         """The jobs so far, sorted by submission time, then ledger_id (jobs whose times cannot
-        be read last). The fold keeps going after this without changing the Ledger."""
+        be read last). The fold keeps going after this without changing the Ledger. Its jobs
+        are made on first use (a command asks about a few of a year's 25,000)."""
         self.freeze()
-        jobs = [
-            Job(ledger_id=lid, record=self.kept[lid], first_line=line, first_time=time)
-            for lid, (line, time) in self.first.items()
-        ]
-        jobs.sort(key=Job.sort_key)
+        made = _Made(dict(self.first), dict(self.kept))
+        self.order = _sorted(made, self.order, self.touched)
         skipped = (Skipped(line=n, reason=r, last=n == self.lines) for n, r in self.skipped)
+        if self.index is None:
+            self.index = Index.build(map(made.job, self.order))
+        elif self.touched:
+            changed = ((made.job(lid), before) for lid, before in self.touched.items())
+            self.index = self.index.updated(changed, key=lambda lid: made.job(lid).sort_key())
+        self.touched.clear()
         return Ledger(
-            jobs=tuple(jobs),
+            jobs=_Jobs(self.order, made),
             skipped=tuple(skipped),
-            by_id=MappingProxyType({j.ledger_id: j for j in jobs}),
+            by_id=made,
+            index=self.index,
         )
+
+
+class _Made(Mapping[str, Job]):
+    """A Ledger's jobs by ledger id, each made on first use from the fold's fields as they were
+    when the Ledger was made, then kept (the same Job every time)."""
+
+    def __init__(
+        self, first: dict[str, tuple[int, str | None]], kept: dict[str, Mapping[str, Any]]
+    ) -> None:
+        self._first = first
+        self._kept = kept
+        self._jobs: dict[str, Job] = {}
+
+    def job(self, lid: str) -> Job:
+        found = self._jobs.get(lid)
+        if found is None:
+            line, time = self._first[lid]
+            found = self._jobs[lid] = Job(
+                ledger_id=lid, record=self._kept[lid], first_line=line, first_time=time
+            )
+        return found
+
+    def __getitem__(self, lid: str) -> Job:
+        if lid not in self._first:
+            raise KeyError(lid)
+        return self.job(lid)
+
+    def get(self, lid: str, default: Any = None) -> Any:
+        return self.job(lid) if lid in self._first else default
+
+    def __contains__(self, lid: object) -> bool:
+        return lid in self._first
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+
+class _Jobs(Sequence[Job]):
+    """A Ledger's jobs in submission order, made on first use (``_Made``)."""
+
+    def __init__(self, order: list[str], made: _Made) -> None:
+        self._order = order
+        self._made = made
+
+    @overload
+    def __getitem__(self, at: int) -> Job: ...
+    @overload
+    def __getitem__(self, at: slice) -> tuple[Job, ...]: ...
+    def __getitem__(self, at: int | slice) -> Job | tuple[Job, ...]:
+        if isinstance(at, slice):
+            return tuple(map(self._made.job, self._order[at]))
+        return self._made.job(self._order[at])
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self) -> Iterator[Job]:
+        return map(self._made.job, self._order)
+
+    def __reversed__(self) -> Iterator[Job]:
+        return map(self._made.job, reversed(self._order))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*self, *other)  # as a Ledger's tuple of jobs was
+
+    def __radd__(self, other: Sequence[Job]) -> tuple[Job, ...]:
+        return (*other, *self)
+
+
+def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> list[str]:
+    """The ledger ids of ``jobs`` in submission order: sorted whole the first time; after that
+    ``order`` (the previous one) with only the ``touched`` jobs (new, or with a new record that
+    may have moved them) taken out and put back in their place, so a read of a 25,000-job
+    ledger does not parse every job's time again."""
+    if order is None:
+        return sorted(jobs, key=lambda lid: jobs.job(lid).sort_key())
+    moved = set(touched)
+    kept = [lid for lid in order if lid not in moved]
+    for lid in sorted(moved, key=lambda lid: jobs.job(lid).sort_key()):
+        mine = jobs.job(lid).sort_key()
+        n = len(kept)  # from the end: new and refreshed jobs are mostly the latest ones
+        while n and jobs.job(kept[n - 1]).sort_key() > mine:
+            n -= 1
+        kept.insert(n, lid)
+    return kept
 
 
 def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:

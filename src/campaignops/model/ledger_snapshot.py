@@ -16,9 +16,10 @@ and folding them all on every command was most of a command's time. So:
   it is used only when the ledger's first N bytes hash the same (a merge, a checkout or an edit
   anywhere in them and it is rebuilt), and the lines after them are folded on top: the fold
   is a left fold in file order, so the result is exactly the fold of the whole file.
-- A snapshot's jobs are read lazily: each job's light fields at once, its ``tasks`` and
-  ``fingerprints`` (the bulk of a 1,000-task array) on first use, so a command pays for the
-  jobs it looks into.
+- A snapshot's jobs are read lazily: each job's LIGHT fields (state, ids, stage, backend …)
+  at once, its whole record (``targets``, ``tasks``, ``fingerprints``: the bulk of an array)
+  on first use of any other field, so a command pays for the jobs it looks into. The snapshot keeps the fold's per-target index too
+  (campaignops.model.ledger_index), brought up to date with the jobs the tail changes.
 
 Snapshots are written only when at least SNAPSHOT_AFTER lines would otherwise be parsed, so a
 small ledger never has one. A snapshot that cannot be read or written is ignored: it is a cache.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import time
 import zlib
@@ -39,12 +41,12 @@ from typing import Any
 from campaignops.core import atomic, layout
 from campaignops.core.errors import CampaignError, InputError
 from campaignops.model.ledger_fold import Folding, Ledger, decode
+from campaignops.model.ledger_index import Index
 
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
-SNAPSHOT_FILE = "campaignops/ledger-snapshot.v1"  # in the git directory
-FORMAT = "campaignops ledger snapshot 1"
+SNAPSHOT_FILE = "campaignops/ledger-snapshot.v2"  # in the git directory
+FORMAT = "campaignops ledger snapshot 2"
 RACY_NS = 2_000_000_000  # a file this recent is compared by content, not trusted by its stat
-LAZY = ("tasks", "fingerprints")  # per-target fields: read when a job's targets are looked into
 
 
 @dataclass
@@ -132,15 +134,13 @@ def read(root: Path) -> Ledger:
         folding, start = loaded if loaded is not None else (Folding(), 0)
     fresh, before = data[start:end], folding.lines
     folding.feed(decode(fresh) if start == 0 else fresh.decode("utf-8", "surrogateescape"))
-    folding.freeze()
+    ledger = folding.ledger()  # frozen, and its index brought up to date
     if snapshot is not None and folding.lines - before >= SNAPSHOT_AFTER:
         _save(snapshot, data[:end], folding)
     if end < len(data):  # a torn last line: read now, but kept out of what is continued
         whole = folding.copy()
         whole.feed(data[end:].decode("utf-8", "surrogateescape"))
         ledger = whole.ledger()
-    else:
-        ledger = folding.ledger()
     _KEPT[real] = _Kept(
         identity=identity,
         trusted=trusted,
@@ -200,93 +200,148 @@ def _linked(top: Path, dotgit: Path) -> Path | None:
 
 # --------------------------------------------------------------------------- the snapshot file
 #
-# Text, one JSON value a line: a header (format, the ledger bytes covered and their SHA-256,
-# lines read, skipped lines, the body's size and CRC-32), then per job three lines: its light
-# fields with its first line, first time and key order; its ``tasks``; its ``fingerprints``
-# (``null`` when absent). The body check catches a snapshot damaged after it was written.
+# Text: a header line (format, the ledger bytes covered and their SHA-256, lines read, skipped
+# lines, the body's size and CRC-32), then the body: one line listing every job (its ledger id,
+# first line, first time, its LIGHT fields, and where its whole record is), one line of the
+# per-target index (campaignops.model.ledger_index), then each job's whole record, one JSON
+# object a line, read on first use. The body check catches a snapshot damaged after it was
+# written.
+
+
+# The fields every job's row carries: what commands ask of every job (its state, ids, stage,
+# where it ran, its charge and placement) without looking into its targets and tasks.
+LIGHT = frozenset(
+    {
+        "kind", "backend", "stage", "state", "job_id", "error", "outcome", "submitted",
+        "exit_code", "manifest", "charge", "placement",
+    }
+)  # fmt: skip
 
 
 class _Lazy(Mapping[str, Any]):
-    """A job's fields from a snapshot: the light ones decoded, the per-target ones on use."""
+    """A job's fields from a snapshot: the LIGHT ones at once, the whole record decoded from
+    the snapshot's bytes on first use of any other."""
 
-    def __init__(self, light: dict[str, Any], order: list[str], raw: dict[str, bytes]) -> None:
-        self._light = light
-        self._order = order
-        self._raw = raw
+    __slots__ = ("_body", "_fields", "_span")
+
+    def __init__(
+        self, light: dict[str, Any], body: bytes | mmap.mmap, span: tuple[int, int]
+    ) -> None:
+        self._fields = light
+        self._body: bytes | mmap.mmap | None = body
+        self._span = span
+
+    def _whole(self) -> dict[str, Any]:
+        if self._body is not None:
+            start, end = self._span
+            self._fields = json.loads(self._body[start:end])
+            self._body = None
+        return self._fields
 
     def __getitem__(self, key: str) -> Any:
-        raw = self._raw.pop(key, None)
-        if raw is not None:
-            self._light[key] = json.loads(raw)
-        return self._light[key]
+        return (self._fields if key in LIGHT else self._whole())[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._order)
+        return iter(self._whole())
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._whole())
 
     def get(self, key: str, default: Any = None) -> Any:
         # Mapping's own get goes through __getitem__ and an exception per missing key: this
         # one is called for every field a command reads.
-        raw = self._raw.pop(key, None)
-        if raw is not None:
-            self._light[key] = json.loads(raw)
-        return self._light.get(key, default)
+        return (self._fields if key in LIGHT else self._whole()).get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._light or key in self._raw
+        return key in (self._fields if key in LIGHT else self._whole())
 
-    def raw(self, key: str) -> bytes:
-        """The field as JSON, without decoding it when it was never used."""
-        if key in self._raw:
-            return self._raw[key]
-        return json.dumps(self._light.get(key), separators=(",", ":")).encode()
+    def raw(self) -> bytes:
+        """The whole record as JSON, without decoding it when it was never used."""
+        if self._body is not None:
+            start, end = self._span
+            return self._body[start:end]
+        return _dump(self._fields)
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one, not one per job written
+
+
+def _dump(value: object) -> bytes:
+    return _ENCODER.encode(value).encode()
+
+
+CHUNK = 1 << 22  # a multiple of every page size
+
+
+def _mapped(path: Path) -> mmap.mmap:
+    """The snapshot mapped read-only: a job's record is read from it when first used, and
+    pages nobody reads take no memory (a replaced snapshot is a new file: this one stays)."""
+    with path.open("rb") as file:
+        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _crc(data: mmap.mmap, start: int) -> int:
+    """CRC-32 of ``data`` from ``start``, read a chunk at a time and each chunk then given back
+    (MADV_DONTNEED): the check reads every byte, and need not keep them all in memory."""
+    crc = 0
+    with memoryview(data) as view:
+        for chunk in range(0, len(data), CHUNK):
+            end = min(chunk + CHUNK, len(data))
+            if end > start:
+                crc = zlib.crc32(view[max(chunk, start) : end], crc)
+            if hasattr(mmap, "MADV_DONTNEED"):
+                data.madvise(mmap.MADV_DONTNEED, chunk, end - chunk)
+    return crc
 
 
 def _load(path: Path, covered: bytes) -> tuple[Folding, int] | None:
     """The snapshot's fold and the ledger bytes it covers, when those bytes are still the
     ledger's first ones; None when there is none, or it is stale or damaged."""
     try:
-        data = path.read_bytes()
-        first, _, body = data.partition(b"\n")
-        head = json.loads(first)
+        data = _mapped(path)
+        # Offsets into the one mapping, never slices of it: the body is most of the file.
+        at = data.find(b"\n") + 1
+        head = json.loads(data[:at])
         size = int(head["bytes"])
         if head.get("format") != FORMAT or size > len(covered):
             return None
-        if int(head["body_bytes"]) != len(body) or head["body_crc"] != zlib.crc32(body):
+        if int(head["body_bytes"]) != len(data) - at or head["body_crc"] != _crc(data, at):
             return None
-        if hashlib.sha256(covered[:size]).hexdigest() != head["sha256"]:
+        if hashlib.sha256(memoryview(covered)[:size]).hexdigest() != head["sha256"]:
             return None
         folding = Folding(lines=int(head["lines"]))
         folding.skipped = [(int(n), str(r)) for n, r in head["skipped"]]
-        lines = body.split(b"\n")
-        for i in range(0, len(lines) - 2, 3):
-            light = json.loads(lines[i])
-            lid = str(light.pop("ledger_id"))
-            folding.first[lid] = (int(light.pop("first_line")), light.pop("first_time"))
-            order = [str(k) for k in light.pop("order")]
-            raw = {key: lines[i + 1 + n] for n, key in enumerate(LAZY) if key in order}
-            folding.kept[lid] = _Lazy(light["fields"], order, raw)
+        rows_end = data.find(b"\n", at)
+        index_end = data.find(b"\n", rows_end + 1)
+        if rows_end < 0 or index_end < 0:
+            return None
+        base = index_end + 1
+        rows = json.loads(data[at:rows_end])
+        for lid, line, first_time, light, start, end in rows:
+            folding.first[lid] = (int(line), first_time)
+            folding.kept[lid] = _Lazy(light, data, (base + start, base + end))
+        folding.order = [row[0] for row in rows]  # written in submission order
+        folding.index = Index.loads(data[rows_end + 1 : index_end])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # JSON's, UTF-8's too
         return None
     return folding, size
 
 
 def _save(path: Path, covered: bytes, folding: Folding) -> None:
-    out: list[bytes] = []
-    for lid, (line, first_time) in folding.first.items():
+    """Write the snapshot of ``folding`` (whose ``ledger`` was made: its index is current)."""
+    rows: list[list[Any]] = []
+    heavy: list[bytes] = []
+    offset = 0
+    for lid in folding.order or folding.first:
+        line, first_time = folding.first[lid]
         fields = folding.kept[lid]
-        order = list(fields)
-        light = {k: fields[k] for k in order if k not in LAZY}
-        head = {"ledger_id": lid, "first_line": line, "first_time": first_time, "order": order}
-        out.append(json.dumps(head | {"fields": light}, separators=(",", ":")).encode())
-        for key in LAZY:
-            if isinstance(fields, _Lazy):
-                out.append(fields.raw(key))
-            else:
-                out.append(json.dumps(fields.get(key), separators=(",", ":")).encode())
-    body = b"\n".join(out) + b"\n"
+        raw = fields.raw() if isinstance(fields, _Lazy) else _dump(dict(fields))
+        light = {k: fields[k] for k in LIGHT if k in fields}
+        rows.append([lid, line, first_time, light, offset, offset + len(raw)])
+        heavy.append(raw)
+        offset += len(raw) + 1
+    index = folding.index.dumps() if folding.index is not None else b"null"
+    body = b"\n".join([_dump(rows), index, *heavy]) + b"\n"
     head = {
         "format": FORMAT,
         "bytes": len(covered),

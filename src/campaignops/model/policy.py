@@ -19,6 +19,9 @@ DEFAULT_IDLE_WARN_MINUTES = 30  # a held SSH box with no task for this long: sta
 # The commands that change something outside the repository, which `campaign mcp` offers an
 # agent only when campaign.yaml's ``agents: {may: [...]}`` names them (docs/formats.md).
 AGENT_MAY = ("submit", "cancel", "release", "lesson add", "pull")
+# status.recent_jobs: the finished jobs STATUS.md and `campaign status` list one by one (the
+# rest are counted), so the views follow the live work, not the campaign's whole history.
+DEFAULT_RECENT_JOBS = 50
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Policy:
     requeue: bool = False
     warning_seconds: int | None = None
     smoke_max_minutes: int | None = None
+    recent_jobs: int = DEFAULT_RECENT_JOBS
     cloud_usd: float | None = None  # budgets.cloud_usd: the campaign's cap on rented-compute USD
     hpc_allocation_cap_percent: float | None = None  # budgets.: share of an HPC allocation
     # budgets.allocations: each HPC backend's allocation, in its page's charging unit.
@@ -103,6 +107,13 @@ def _budgets(data: Any) -> tuple[float | None, float | None, Mapping[str, float]
     )
 
 
+def _recent_jobs(data: Any) -> int:
+    value = data.get("recent_jobs") if isinstance(data, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return DEFAULT_RECENT_JOBS
+
+
 def from_data(data: Any, *, found: bool = True) -> Policy:
     """Build a Policy from parsed YAML, using defaults wherever a value is unusable."""
     if not isinstance(data, dict):
@@ -131,6 +142,7 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
             if isinstance(idle, int) and not isinstance(idle, bool) and idle > 0
             else DEFAULT_IDLE_WARN_MINUTES
         ),
+        recent_jobs=_recent_jobs(data.get("status")),
         cloud_usd=cloud_usd,
         hpc_allocation_cap_percent=cap_percent,
         allocations=allocations,

@@ -23,8 +23,8 @@ CLOCK_SKEW_S = 120.0
 
 
 def is_open(job: ledger.Job) -> bool:
-    """May still change: not refused, and not known to have ended."""
-    return not job.error and job.state not in FINISHED
+    """May still change: not refused, and not known to have ended (Job.open)."""
+    return job.open
 
 
 def reason_of(state: str, exit_code: int | None) -> str | None:

@@ -14,9 +14,11 @@ from typing import Any
 
 from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
-from campaignops.model import backendpage
+from campaignops.model import backendpage, ledger_index
 from campaignops.model.jobspec import JobState
 from campaignops.model.ledger import Job
+from campaignops.model.ledger_index import Index
+from campaignops.model.ledger_index import signature_of as signature_of  # re-exported
 from campaignops.model.policy import Policy
 from campaignops.model.states import FINISHED
 from campaignops.runner.budget import budget
@@ -98,35 +100,29 @@ def authorized(
     return _ok(gate, f"backend {backend} authorized{where}")
 
 
-def smoke_passed(job: Job, target: str, fingerprint: str | None) -> bool:
-    """``job`` is a smoke in which ``target``'s own task COMPLETED with exit 0, of the config
-    ``fingerprint`` names (the target's own recorded fingerprint)."""
-    if job.stage != "smoke" or fingerprint is None:
-        return False
-    task = job.task(target)
-    return task is not None and task.succeeded and job.target_fingerprint(target) == fingerprint
-
-
-def smoked_targets(fingerprints: Mapping[str, str], jobs: Iterable[Job]) -> frozenset[str]:
+def smoked_targets(
+    fingerprints: Mapping[str, str], jobs: Sequence[Job], index: Index | None = None
+) -> frozenset[str]:
     """Targets with a smoke of their current config whose own task COMPLETED with exit 0.
 
     Each target is judged by its own array task and its own recorded fingerprint: a failed
     sibling in the same array does not spoil it, and an edited target needs its own new smoke.
     (A record without per-target fingerprints, from before the hardware class and the named
     files joined the fingerprint, can match no current one: such smokes must be run again.)
+    Asked of the ledger's per-target index (``index``, else built from ``jobs``): the cost
+    follows the targets asked about, not the jobs in the history.
     """
-    done: set[str] = set()
-    for job in jobs:
-        if job.stage != "smoke":
-            continue
-        for target in job.targets:
-            if target in fingerprints and smoke_passed(job, target, fingerprints[target]):
-                done.add(target)
-    return frozenset(done)
+    found = ledger_index.of(jobs, index)
+    return frozenset(t for t, fp in fingerprints.items() if found.smoked(t, fp) is not None)
 
 
 def smoke_first(
-    request: Request, *, fingerprints: Mapping[str, str], jobs: Iterable[Job], require_smoke: bool
+    request: Request,
+    *,
+    fingerprints: Mapping[str, str],
+    jobs: Sequence[Job],
+    require_smoke: bool,
+    index: Index | None = None,
 ) -> Verdict:
     """single/production need, for each target, a smoke of its current fingerprint in which
     its own task COMPLETED with exit 0; a smoke itself must fit stages.smoke_max_minutes."""
@@ -144,18 +140,13 @@ def smoke_first(
         return _ok(gate, "a smoke needs no earlier smoke")
     if not require_smoke:
         return _ok(gate, "stages.require_smoke is false")
-    jobs = list(jobs)
-    done = smoked_targets(fingerprints, jobs)
+    found = ledger_index.of(jobs, index)
+    asked = {t: fingerprints[t] for t in request.targets if t in fingerprints}
+    done = smoked_targets(asked, jobs, found)
     missing = [t for t in request.targets if t not in done]
     if not missing:
         return _ok(gate, "every target has a completed smoke of its current config")
-    older = {
-        t
-        for j in jobs
-        if j.stage == "smoke"
-        for t in j.targets
-        if t in missing and (task := j.task(t)) is not None and task.succeeded
-    }
+    older = {t for t in missing if found.smoked(t, None) is not None}
     stale = f" (smokes of {_listed(older)} ran an older config)" if older else ""
     return _refuse(
         gate,
@@ -195,14 +186,33 @@ def held_targets(state: JobState, job: Job | None, campaign: str) -> set[str]:
     return {named} if named else set()
 
 
+def _clashes(
+    active: Iterable[JobState], recorded: _Recorded, wanted: set[str], campaign: str
+) -> tuple[list[str], list[str]]:
+    """The live jobs of the scheduler's answer that hold a wanted target: how each is shown, and
+    their ids."""
+    clashes: list[str] = []
+    live_ids: list[str] = []
+    for state in active:
+        if state.state in FINISHED:
+            continue  # squeue lists finished jobs for MinJobAge; they hold nothing
+        hit = held_targets(state, recorded.of(state.job_id), campaign) & wanted
+        if hit:
+            clashes.append(f"{state.job_id} ({state.state}, {_listed(hit)})")
+            live_ids.append(state.job_id)
+    return clashes, live_ids
+
+
 def no_sibling(
     request: Request,
     *,
     active: Iterable[JobState] | None,
-    jobs: Iterable[Job],
+    jobs: Sequence[Job],
     unasked: str | None = None,
     job_of: Callable[[str], str] = str,
     elsewhere: Iterable[Job] = (),
+    index: Index | None = None,
+    live: Sequence[Job] | None = None,
 ) -> Verdict:
     """No task of the same target is queued or running, at any stage, in any array: two runs
     of one target write the same outputs. ``active`` is the one scheduler query's answer (live
@@ -211,24 +221,17 @@ def no_sibling(
     id (an array task's id, the array's), so a live task finds its recorded job. ``elsewhere``:
     unfinished local jobs another clone ran (runner.elsewhere), which no query here can see:
     named when they hold a wanted target, not counted (their end is recorded there, and would
-    never come here)."""
+    never come here). ``live``: the ledger's live jobs (ledger.live), else found in ``jobs``
+    through the index."""
     gate = "no_sibling"
     if active is None:
         why = unasked or "the scheduler was not asked"
         return Verdict(gate=gate, passed=True, reason=f"not checked: {why}")
     wanted = set(request.targets)
-    jobs = list(jobs)
-    by_id = {job_of(j.job_id): j for j in jobs if j.job_id}
-    clashes: list[str] = []
-    live_ids: list[str] = []
-    for state in active:
-        if state.state in FINISHED:
-            continue  # squeue lists finished jobs for MinJobAge; they hold nothing
-        hit = held_targets(state, by_id.get(job_of(state.job_id)), request.campaign) & wanted
-        if hit:
-            clashes.append(f"{state.job_id} ({state.state}, {_listed(hit)})")
-            live_ids.append(state.job_id)
-    unknown = [j for j in jobs if _unresolved(j) and wanted & set(j.targets)]
+    if live is None:
+        live = [j for j in jobs if j.ledger_id in ledger_index.of(jobs, index).live]
+    clashes, live_ids = _clashes(active, _Recorded(live, jobs, job_of), wanted, request.campaign)
+    unknown = [j for j in live if _unresolved(j) and wanted & set(j.targets)]
     if unknown:
         clashes += [f"ledger {j.ledger_id} (outcome unknown)" for j in unknown]
     away = [
@@ -254,44 +257,54 @@ def no_sibling(
     return _refuse(gate, f"already queued or running: {_listed(clashes)}", hint)
 
 
-def signature_of(job: Job, target: str | None = None) -> str:
-    """The recorded signature (the target's task's, else the job's), else the state and exit
-    code (a failure never analysed)."""
-    task = job.task(target) if target is not None else None
-    if task is not None and task.state is not None:
-        code = task.exit_code
-        return task.signature or f"{task.state}:{'-' if code is None else code}"
-    code = job.exit_code
-    return job.text("signature") or f"{job.state}:{'-' if code is None else code}"
+class _Recorded:
+    """The recorded job of a scheduler's job id: looked up among the ledger's live jobs first
+    (a job still queued is almost always one the ledger has not seen end), and among every
+    job only when that fails, so the cost follows the live jobs, not the history."""
+
+    def __init__(self, live: Sequence[Job], jobs: Sequence[Job], job_of: Callable[[str], str]):
+        self._job_of = job_of
+        self._live = {job_of(j.job_id): j for j in live if j.job_id}
+        self._jobs = jobs
+        self._all: dict[str, Job] | None = None
+
+    def of(self, job_id: str) -> Job | None:
+        key = self._job_of(job_id)
+        found = self._live.get(key)
+        if found is not None:
+            return found
+        if self._all is None:
+            self._all = {self._job_of(j.job_id): j for j in self._jobs if j.job_id}
+        return self._all.get(key)
+
+
+def tripped(last: Sequence[ledger_index.Attempt]) -> str | None:
+    """The breaker's rule on a target's last finished attempts (oldest first): the signature
+    when there are BREAKER_RUN of them, none passed, and all failed with one signature."""
+    sigs = {a.signature for a in last}
+    passed = any(a.outcome == ledger_index.PASSED for a in last)
+    return str(sigs.pop()) if len(last) == BREAKER_RUN and not passed and len(sigs) == 1 else None
 
 
 def tripped_run(
     target: str, ordered: Sequence[Job], fingerprint: str | None
-) -> tuple[str, tuple[Job, ...]] | None:
-    """The breaker's rule for one target: (the signature, the jobs) when its last BREAKER_RUN
-    finished attempts with ``fingerprint`` (None: any) all failed with one signature, else
-    None. ``ordered``: jobs in submission order. campaign report asks it too (a stuck target)."""
-    attempts = []
-    for job in ordered:
-        task = job.task(target)
-        if task is None or not task.finished or task.state == "CANCELLED":
-            continue
-        if fingerprint is not None and job.target_fingerprint(target) != fingerprint:
-            continue
-        attempts.append((job, task))
-    last = attempts[-BREAKER_RUN:]
-    sigs = {signature_of(j, target) for j, _ in last}
-    if len(last) == BREAKER_RUN and not any(t.succeeded for _, t in last) and len(sigs) == 1:
-        return sigs.pop(), tuple(j for j, _ in last)
-    return None
+) -> tuple[str, tuple[str, ...]] | None:
+    """The breaker's rule for one target over ``ordered`` (jobs in submission order): the
+    signature and the ledger ids of the attempts, else None. campaign report asks it too (a
+    stuck target); the gate asks the ledger's own index."""
+    named = _Named(ordered)
+    last = Index.build(ordered).finished(target, fingerprint, BREAKER_RUN, named.order)
+    sig = tripped(last)
+    return None if sig is None else (sig, tuple(a.ledger_id for a in last))
 
 
 def breaker(
     request: Request,
     *,
-    jobs: Iterable[Job],
+    jobs: Sequence[Job],
     fingerprints: Mapping[str, str] | None = None,
     fixes: Mapping[str, str] | None = None,
+    index: Index | None = None,
 ) -> Verdict:
     """Refuse when a target's last three finished attempts of its current config failed with
     one signature (the diagnosis: a catalog entry, else the normalised last error line):
@@ -300,23 +313,26 @@ def breaker(
     target's current fingerprint count, so a fix (a new fingerprint) starts a new count.
     CANCELLED attempts are skipped (a person stopped them; they say nothing about the config).
     ``fixes`` (catalog entry → fix) goes into the hint. ``request.override`` passes it, and
-    the verdict carries the reason for the ledger."""
+    the verdict carries the reason for the ledger. The attempts come from the ledger's
+    per-target index (``index``, else built from ``jobs``)."""
     gate = "breaker"
-    ordered = sorted(jobs, key=Job.sort_key)
-    tripped: list[str] = []
+    found = ledger_index.of(jobs, index)
+    named = _Named(jobs)
+    refused: list[str] = []
     advice: list[str] = []
     for target in request.targets:
-        run = tripped_run(target, ordered, (fingerprints or {}).get(target))
-        if run is not None:
-            sig, last = run
-            ids = ", ".join(j.job_id or j.ledger_id for j in last)
-            tripped.append(f"{target} ({sig}; jobs {ids})")
+        current = (fingerprints or {}).get(target)
+        last = found.finished(target, current, BREAKER_RUN, named.order)
+        sig = tripped(last)
+        if sig is not None:
+            ids = ", ".join(named.shown(a.ledger_id) for a in last)
+            refused.append(f"{target} ({sig}; jobs {ids})")
             fix = (fixes or {}).get(sig)
             if fix and f"{sig}: {fix}" not in advice:
                 advice.append(f"{sig}: {fix}")
-    if not tripped:
+    if not refused:
         return _ok(gate, "no run of same-signature failures")
-    why = f"failed {BREAKER_RUN} times in a row with the same signature: {_listed(tripped)}"
+    why = f"failed {BREAKER_RUN} times in a row with the same signature: {_listed(refused)}"
     override = (request.override or "").strip()
     if override:
         return Verdict(gate=gate, passed=True, reason=f"overridden: {why}", override=override)
@@ -328,6 +344,29 @@ def breaker(
         "known ones), commit, and re-smoke: a changed config starts a new count. To submit "
         'the same config anyway, pass --override "what changed" (recorded in the ledger)',
     )
+
+
+class _Named:
+    """The jobs by ledger id, made only when a question needs them (a tripped breaker's
+    message, the order of attempts from several configs)."""
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self._jobs = jobs
+        self._by_id: dict[str, Job] | None = None
+
+    def _get(self, ledger_id: str) -> Job | None:
+        if self._by_id is None:
+            self._by_id = {j.ledger_id: j for j in self._jobs}
+        return self._by_id.get(ledger_id)
+
+    def shown(self, ledger_id: str) -> str:
+        job = self._get(ledger_id)
+        return (job.job_id if job is not None else None) or ledger_id
+
+    def order(self, ledger_id: str) -> Any:
+        job = self._get(ledger_id)
+        assert job is not None, "the index names only the jobs it was made of"
+        return job.sort_key()
 
 
 def evaluate(
@@ -343,10 +382,14 @@ def evaluate(
     fixes: Mapping[str, str] | None = None,
     unasked: str | None = None,
     elsewhere: Sequence[Job] = (),
+    index: Index | None = None,
+    live: Sequence[Job] | None = None,
 ) -> tuple[Verdict, ...]:
     """Every gate's verdict, in order (--dry-run shows them all; submit stops at the first).
     ``unasked``: why ``active`` is None (a dry run on a machine that cannot reach the backend);
-    ``elsewhere``: other clones' unfinished local jobs (no_sibling)."""
+    ``elsewhere``: other clones' unfinished local jobs (no_sibling); ``index``: the ledger's
+    per-target index of ``jobs`` (built from them when None), ``live`` its live jobs."""
+    index = ledger_index.of(jobs, index)
     return (
         committed(repo, paths=request.paths, policy=policy),
         authorized(
@@ -356,7 +399,13 @@ def evaluate(
             partition=request.partition,
             queue=request.queue,
         ),
-        smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
+        smoke_first(
+            request,
+            fingerprints=fingerprints,
+            jobs=jobs,
+            require_smoke=require_smoke,
+            index=index,
+        ),
         no_sibling(
             request,
             active=active,
@@ -364,8 +413,10 @@ def evaluate(
             unasked=unasked,
             elsewhere=elsewhere,
             job_of=_job_of(page),
+            index=index,
+            live=live,
         ),
-        breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes),
+        breaker(request, jobs=jobs, fingerprints=fingerprints, fixes=fixes, index=index),
         budget(request, policy=policy, page=page, jobs=jobs),
     )
 

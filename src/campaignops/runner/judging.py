@@ -109,6 +109,8 @@ def judged(
             page=page,
             fingerprints=facts.fingerprints,
             jobs=facts.history.jobs,
+            index=facts.history.index,
+            live=ledger.live(facts.history),
             active=facts.active,
             fixes=facts.fixes,
             unasked=unreachable and f"this machine cannot reach backend {name} ({unreachable})",

@@ -179,12 +179,13 @@ def _refresh(
 ) -> Refresh:
     history = ledger.read(root)
     by_backend: dict[str, list[ledger.Job]] = {}
-    for job in history.jobs:
-        if answered.is_open(job):
-            by_backend.setdefault(job.text("backend") or "local", []).append(job)
+    for job in ledger.live(history):  # the index's live jobs: answered.is_open, every one
+        by_backend.setdefault(job.text("backend") or "local", []).append(job)
     counted = _Counted()
     diagnosers = Diagnosers(root)
-    found = _Round(claimed={j.job_id for j in history.jobs if j.job_id})
+    lost = any(not j.job_id for jobs in by_backend.values() for j in jobs)
+    # Every job id a record holds: only a lost submission's match needs them.
+    found = _Round(claimed={j.job_id for j in history.jobs if j.job_id} if lost else set())
     for name, jobs in sorted(by_backend.items()):
         page = backends.page(root, name)
         be = backends.for_page(name, page, root=root)
@@ -247,7 +248,7 @@ def _retry_oom(
     gates as any submission. Returns what was submitted, how many wait for their delay, and
     what a gate refused (tried again at the next refresh)."""
     due, waiting = retry.pending(
-        ledger.read(root).jobs,
+        ledger.latest_jobs(ledger.read(root)),
         manifest=lambda rel: _manifest(root, rel),
         now=now(),
         retried_itself=lambda job: _retried_itself(root, job),
@@ -279,7 +280,7 @@ def still_open(root: Path) -> list[ledger.Job]:
     """The recorded jobs a refresh here may still see change state (not refused, not ended; a
     submission whose outcome is unknown counts until a refresh finds it or rules it out); not
     another clone's local jobs (runner.elsewhere), whose end is recorded where they ran."""
-    jobs = [j for j in ledger.read(root).jobs if answered.is_open(j)]
+    jobs = list(ledger.live(ledger.read(root)))
     away = {j.ledger_id for j in elsewhere.of(root, jobs)}
     return [j for j in jobs if j.ledger_id not in away]
 

@@ -294,7 +294,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
         active=active,
         unreachable=unreachable,
         fixes=judging.CatalogFixes(root),
-        elsewhere=elsewhere.of(root, history.jobs),
+        elsewhere=elsewhere.of(root, ledger.live(history)),
     )
     return Preflight(
         root=root,

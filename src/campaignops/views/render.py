@@ -18,11 +18,12 @@ from campaignops.core import layout, schema
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import InputError
 from campaignops.core.files import FileReader
-from campaignops.model import backendpage, blocks
+from campaignops.model import backendpage, blocks, ledger_index
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
-from campaignops.views import reports, tree
+from campaignops.views import recent, reports, tree
+from campaignops.views.recent import state as state  # re-exported: the views' word for a job
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
@@ -94,6 +95,11 @@ class Sources:
         return dict(
             catalogs.read(self.reader, hint="fix the syntax, then run campaign render").data
         )
+
+    def recent_jobs(self) -> int:
+        """campaign.yaml's status.recent_jobs (its default when the policy cannot be read)."""
+        parsed = self.reader.read_yaml(layout.POLICY_FILE)
+        return policy_mod.from_data(parsed[0] if parsed else None).recent_jobs
 
     def ledger(self) -> ledger_mod.Ledger:
         # Not through the FileReader: the ledger is the runner's own append-only file, with no
@@ -200,17 +206,6 @@ def render_failures(src: Sources) -> str:
     return "\n\n".join(sections)
 
 
-def state(job: ledger_mod.Job) -> str:
-    """The job's state, or what the ledger says of a submission without one."""
-    if job.state:
-        return job.state
-    if job.job_id:
-        return "submitted"
-    if job.error:
-        return "submit failed"
-    return "outcome unknown" if job.text("outcome") == "unknown" else "intent only"
-
-
 STAGES_HEADER = ("target", *ledger_mod.STAGES)
 
 
@@ -252,22 +247,21 @@ def job_diagnosis(job: ledger_mod.Job) -> str | None:
 
 
 def render_stages(src: Sources) -> str:
-    latest: dict[tuple[str, str], ledger_mod.Job] = {}
-    for job in src.ledger().jobs:  # sorted by submission: the last one seen is the latest
-        stage = job.stage
-        if stage in ledger_mod.STAGES:
-            latest.update(((t, stage), job) for t in job.targets)
-    targets = sorted({t for t, _ in latest})
+    """Each target's latest job per stage (the ledger's per-target index: the table's size
+    follows the targets, not the history)."""
+    ledger = src.ledger()
+    index = ledger_index.of(ledger.jobs, ledger.index)
     rows = []
-    for target in targets:
+    for target in sorted(index.targets()):
         row = [cell(target)]
         for stage in ledger_mod.STAGES:
-            last = latest.get((target, stage))
+            lid = index.latest(target, stage)
+            last = ledger.by_id.get(lid) if lid is not None else None
             if last is None:
                 row.append(NONE)
                 continue
-            index = last.index_of(target)
-            where = last.job_id if len(last.targets) == 1 else f"{last.job_id} task {index}"
+            index_of = last.index_of(target)
+            where = last.job_id if len(last.targets) == 1 else f"{last.job_id} task {index_of}"
             box = registry.cell_note(last, target, src.page(last.backend) if last.backend else None)
             where = f"{where} {box}" if box else where
             text = task_state(last, target)
@@ -297,12 +291,18 @@ def _targets(targets: Sequence[str]) -> str:
     return f"{shown} (+{more} more)" if more > 0 else shown
 
 
-def render_jobs(src: Sources, shown: Mapping[str, str] | None = None) -> str:
-    """The jobs table; ``shown`` replaces the state of the jobs it names (by ledger id) with what
-    they read as here (`campaign status`: another clone's local job). STATUS.md passes none: a
-    committed view is the same in every clone."""
+def render_jobs(
+    src: Sources,
+    shown: Mapping[str, str] | None = None,
+    selection: recent.Selection | None = None,
+) -> str:
+    """The jobs table: what ``selection`` lists (views/recent.py; default: the live jobs and
+    the last status.recent_jobs finished ones), the rest counted. ``shown`` replaces the state
+    of the jobs it names (by ledger id) with what they read as here (another clone's local
+    job). STATUS.md passes neither: a committed view is the same in every clone."""
     ledger = src.ledger()
     instead = shown or {}
+    listed = recent.select(ledger, selection or recent.Selection(recent=src.recent_jobs()))
     rows = [
         [
             cell(job.job_id),
@@ -316,10 +316,12 @@ def render_jobs(src: Sources, shown: Mapping[str, str] | None = None) -> str:
             cell(job_diagnosis(job)),
             cell(job.commit[:10] if job.commit else None),
         ]
-        for job in ledger.jobs
+        for job in listed.jobs
     ]
     text = table(JOBS_HEADER, rows or _empty(JOBS_HEADER, "no jobs yet"))
-    notes = [
+    more = recent.unlisted_note(listed, command="campaign status --all")
+    notes = [f"- {cell(more)}"] if more else []
+    notes += [
         f"- {layout.LEDGER_FILE} line {s.line} skipped: {cell(s.reason)}"
         + (" (torn last line)" if s.last else "")
         for s in ledger.skipped

@@ -56,9 +56,13 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
     held: set[str] = set()  # a task on it not released yet: a job placed after a release
     ends = _Ends()
     for job in jobs:
+        # Most jobs hold no placement: looked at no further (their tasks are a year's history).
+        shares = pull.placements([job]) if "placement" in job.record else []
+        if not shares:
+            continue
         when = ledger.parse_time(job.text("submitted")) or ledger.parse_time(job.first_time)
         tasks = job.record.get("tasks")
-        for share in pull.placements([job]):
+        for share in shares:
             name = share.instance.name
             if when is not None and (name not in since or when < since[name][0]):
                 since[name] = (when, job.backend or "")
