@@ -205,7 +205,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ssh: runs against two real sshd on 127.0.0.1")
     config.addinivalue_line("markers", "gridengine: runs on the real single-node Grid Engine cell")
     config.addinivalue_line(
-        "markers", "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone"
+        "markers",
+        "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it with the Slurm "
+        "tests, in their own process",
     )
     config.addinivalue_line(
         "markers",
@@ -220,9 +222,19 @@ def pytest_configure(config: pytest.Config) -> None:
 # service runs on one worker: that worker starts the service once, and no two workers make the
 # same sshd users or fight over one cluster. Tests that start no service spread over the rest.
 # The Slurm tests wait on the scheduler's own clocks (time limits, warning signals): dev/test.sh
-# runs them, and the `serial` ones, after the parallel part, with no other test beside them.
+# runs them, and the `serial` ones, in one process of their own beside the parallel part.
 SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh", "gridengine_cell": "gridengine"}
 MARKER_FIXTURES = {"slurm": "slurm_cluster", "ssh": "ssh_boxes", "gridengine": "gridengine_cell"}
+# Modules whose module-scoped fixture is costly go to one worker each, which then builds it
+# once, not once per worker that runs one of their tests: test_ci_runs' `world` (a campaign, a
+# virtualenv and the workflow's pip install, ~17 s of CPU) and test_fuzz_campaign's campaign
+# (`campaign new` and two smokes). xdist hands out the largest groups first, so the suite's
+# longest test (2,000 fuzzed inputs, ~130 s of CPU) starts at once instead of late, where it
+# was the run's tail.
+MODULE_GROUPS = {
+    "tests/template/test_ci_runs.py": "ci-runs",
+    "tests/test_fuzz_campaign.py": "fuzz-campaign",
+}
 
 
 @pytest.hookimpl(wrapper=True)  # around xdist's own hook, which reads the groups off the items
@@ -235,6 +247,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
         groups = sorted({SERVICE_GROUPS[n] for n in names if n in SERVICE_GROUPS})
         if groups:  # a test that needs both services goes with Slurm's
             item.add_marker(pytest.mark.xdist_group(groups[0]))
+        elif item.nodeid.split("::")[0] in MODULE_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(MODULE_GROUPS[item.nodeid.split("::")[0]]))
         # `-m slurm` / `-m ssh` select every test of the service, marked or not
         for group in groups:
             if item.get_closest_marker(group) is None:

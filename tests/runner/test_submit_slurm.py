@@ -103,9 +103,15 @@ def test_dirty_tree_untracked_manifest_and_a_pending_sibling(camp: Path, run) ->
     (camp / "manifests/new.yaml").unlink()
     assert ledger.read(camp).jobs == ()
     # Hold the smoke PENDING behind a sleeping job, then ask for it again: the sibling gate.
+    # Its output goes nowhere: by default Slurm writes slurm-ID.out into the submitting
+    # directory, the campaign, once the job starts, and when it started before the second
+    # submit (on a loaded machine) that untracked file, not the sibling, was the refusal.
     blocker = (
         subprocess.run(
-            ["sbatch", "--parsable", "--time=00:05:00", "--mem=10M", "--wrap=sleep 120"],
+            [
+                *("sbatch", "--parsable", "--time=00:05:00", "--mem=10M"),
+                *("--output=/dev/null", "--wrap=sleep 120"),
+            ],
             capture_output=True,
             text=True,
             check=True,

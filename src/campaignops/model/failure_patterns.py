@@ -15,6 +15,7 @@ the order of the entries in the file.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Sequence
@@ -34,6 +35,10 @@ _ATOMIC = getattr(sre, "ATOMIC_GROUP", sre.SUBPATTERN)
 _GROUPING = {sre.SUBPATTERN, _ATOMIC, sre.ASSERT, sre.ASSERT_NOT}
 
 
+# Remembered per pattern: one command reads the catalog more than once (its check, its views),
+# and the merged catalogs hold more patterns than re's own cache, so each read parsed and
+# compiled every matcher again (~8 % of an in-process `campaign check` on a generated campaign).
+@functools.lru_cache(maxsize=4096)
 def problem(pattern: str) -> str | None:
     """Why ``pattern`` cannot be a matcher (not a regex, or unsafe to run), else None."""
     if len(pattern) > MAX_LENGTH:
