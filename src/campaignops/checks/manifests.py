@@ -4,16 +4,15 @@ keys the runner does not run (manifest_keys)."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from campaignops.backends import registry
+from campaignops.checks import manifest_runs
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import schema
-from campaignops.core.errors import CampaignError
 from campaignops.core.yamldoc import Locator
-from campaignops.model import backendpage, manifest, manifest_keys, queuefile
+from campaignops.model import manifest, manifest_keys, queuefile
 
 FAMILY = "MAN"
 SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends, keys not run"
@@ -93,49 +92,18 @@ CODES = code_table(
         message="{what} {value!r} {problem}",
         hint="{fix}",
     ),
+    *manifest_runs.CODES.values(),
 )
 
 ID_FIX = "change the id (for a grid: template.id or the grid values) to one word"
 OPTION_FIX = "each key becomes --key on the command line: rename it"
 
 
-def _pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
-    """The authorized backends' page front matter (pages that cannot be read are left out)."""
-    found: dict[str, Mapping[str, Any]] = {}
-    for name in ctx.policy.backends:
-        page = backendpage.path_of(name)
-        # A missing page is POLICY's finding; reading it here would report it a second time.
-        if not backendpage.is_name(name) or not ctx.reader.is_file(page):
-            continue
-        try:
-            found[name] = backendpage.front_matter(ctx.reader.read_text(page) or "", path=page)
-        except CampaignError:
-            continue  # the page's own check reports it
-    return found
-
-
-def box_backends(ctx: CheckContext) -> frozenset[str]:
-    """The authorized backends whose executor runs the experiment-queue keys a scheduler does
-    not (manifest_keys.BOX_KEYS) on every job: their Kind says so (``box_keys``: ssh boxes)."""
-    return frozenset(
-        n for n, p in _pages(ctx).items() if (kind := registry.kind_of(p)) and kind.box_keys
-    )
-
-
-def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
-    """The ``kind: local`` backends among ``pages``, each with whether its page lists
-    ``gpus:`` (manifest_keys.local_box: where a GPU list runs the box keys locally)."""
-    return {
-        name: manifest_keys.page_gpus(page) is not None
-        for name, page in pages.items()
-        if page is not None and page.get("kind") == "local"
-    }
-
-
 def check(ctx: CheckContext) -> Iterator[Finding]:
     authorized = set(ctx.policy.backends) if ctx.policy.found else None
-    boxes = box_backends(ctx) if ctx.policy.found else frozenset()
-    hosts = gpu_hosts(_pages(ctx)) if ctx.policy.found else {}
+    pages = manifest_runs.pages(ctx) if ctx.policy.found else {}
+    boxes = manifest_runs.box_backends(pages)
+    hosts = manifest_runs.gpu_hosts(pages)
     for rel, data, syntax in ctx.yamls("manifests"):
         if syntax is not None:
             yield CODES["MAN008"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
@@ -143,7 +111,15 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         text = ctx.reader.read_text(rel) or ""
         loc = Locator(text)
         findings = list(
-            check_document(rel, data, loc, authorized=authorized, boxes=boxes, hosts=hosts)
+            check_document(
+                rel,
+                data,
+                loc,
+                authorized=authorized,
+                boxes=boxes,
+                hosts=hosts,
+                routes=manifest_runs.routes(ctx.policy, data, pages) if ctx.policy.found else (),
+            )
         )
         yield from findings
         queue = data.get("queue") if isinstance(data, Mapping) else None
@@ -163,8 +139,10 @@ def check_document(
     boxes: frozenset[str] = frozenset(),
     backend: str | None = None,
     hosts: Mapping[str, bool] | None = None,
+    routes: Sequence[manifest_runs.Route] = (),
 ) -> Iterator[Finding]:
-    """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one."""
+    """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one.
+    ``routes``: where its stages go (the backends' pages), for what submit would refuse there."""
     errors = list(schema.validate(schema.MANIFEST, doc))
     for err in errors:
         line, col = loc.at(err.where, key=err.on_key)
@@ -193,6 +171,7 @@ def check_document(
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
         yield from _targets(rel, doc, loc)
+        yield from manifest_runs.check(rel, doc, loc, routes=routes)
 
 
 def _placeholders(rel: str, block: manifest.Block, loc: Locator) -> Iterator[Finding]:

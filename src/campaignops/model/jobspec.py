@@ -99,6 +99,9 @@ class JobSpec:
     # once the task exited 0, relative to ``workdir``; ``${NAME}`` references expand.
     outputs: tuple[str | None, ...] = ()
     preconditions: tuple[Precondition, ...] = ()  # job-wide, checked before each task
+    # One per task (aligned with ``tasks``) or empty: preconditions whose paths held the task's
+    # own placeholders (``{N}``, ``${N}``), filled from its grid values and args at planning.
+    task_preconditions: tuple[tuple[Precondition, ...], ...] = ()
     box: BoxSettings = BoxSettings()  # what only an ssh backend's box executor runs
 
     @property

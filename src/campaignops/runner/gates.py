@@ -14,8 +14,8 @@ from typing import Any
 
 from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
-from campaignops.model import backendpage
-from campaignops.model.jobspec import JobState
+from campaignops.model import backendpage, pagefit
+from campaignops.model.jobspec import JobState, Resources
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
 from campaignops.model.states import FINISHED
@@ -61,9 +61,11 @@ def authorized(
     page: Mapping[str, Any] | None,
     partition: str | None = None,
     queue: str | None = None,
+    resources: Resources | None = None,
 ) -> Verdict:
-    """The backend is one the policy lists, and the partition or queue asked for is on its page
-    (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat)."""
+    """The backend is one the policy lists, the partition or queue asked for is on its page
+    (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat), and
+    ``resources`` fit its row (model/pagefit.py: time limit, node counts)."""
     gate = "authorized"
     page_path = backendpage.path_of(backend)
     if backend not in policy.backends:
@@ -90,6 +92,8 @@ def authorized(
                 f"use one of them in the manifest's resources, or add {asked} to the page's "
                 "partitions (with its source and verified date) and commit",
             )
+    for misfit in pagefit.misfits(resources or Resources(), page, page_path=page_path):
+        return _refuse(gate, f"resources.{misfit.key}: {misfit.problem}", misfit.fix)
     asked_for = ", ".join(f"{k} {v}" for k, v in (("partition", partition), ("queue", queue)) if v)
     where = f"; {asked_for} listed" if asked_for else ""
     return _ok(gate, f"backend {backend} authorized{where}")
@@ -154,12 +158,27 @@ def smoke_first(
         if t in missing and (task := j.task(t)) is not None and task.succeeded
     }
     stale = f" (smokes of {_listed(older)} ran an older config)" if older else ""
+    if request.hardware_gap:
+        return _refuse(
+            gate,
+            f"no smoke can unlock {request.stage} for {_listed(missing)}: "
+            f"{request.hardware_gap}{stale}",
+            HARDWARE_HINT.format(page=backendpage.path_of(request.backend)),
+        )
     return _refuse(
         gate,
         f"no smoke of the current config COMPLETED with exit 0 for {_listed(missing)}{stale}",
         f"campaign submit {shlex.quote(request.manifest)} --targets {_quoted(missing)} "
         "--stage smoke; when campaign status --refresh shows it COMPLETED, submit again",
     )
+
+
+HARDWARE_HINT = (
+    "smoke on the production hardware (smoke.resources: its partition, gpu_type), or, where "
+    "the smoke's partition is a slice of the production one (a MIG slice, a debug QoS on the "
+    "same nodes), say so on the smoke row of {page}: smoke_for: <production partition>, with "
+    "the source that says so; then smoke again"
+)
 
 
 def job_name(campaign: str, target: str, stage: str) -> str:
@@ -341,6 +360,7 @@ def evaluate(
             page=page,
             partition=request.partition,
             queue=request.queue,
+            resources=request.resources,
         ),
         smoke_first(request, fingerprints=fingerprints, jobs=jobs, require_smoke=require_smoke),
         no_sibling(

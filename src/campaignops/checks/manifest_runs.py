@@ -1,0 +1,183 @@
+"""MAN checks of what `campaign submit` would refuse past the manifest's own shape: a target
+with no command (MAN016), a backend whose page has no runner (MAN017), a request the backend
+page's row does not allow (MAN018: a time limit over its max_walltime, a node count outside
+its min_nodes..max_nodes).
+
+Each reads the same rule the runner applies (plan.command's, registry.for_page's,
+model/pagefit.py's), so a manifest `campaign check` passes is one submit does not refuse for
+these reasons (tests/checks/test_check_equals_run.py lists the refusals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from campaignops.backends import registry
+from campaignops.checks.context import CheckContext
+from campaignops.checks.finding import Code, Finding, code_table
+from campaignops.core.errors import CampaignError
+from campaignops.core.yamldoc import Locator
+from campaignops.model import backendpage, manifest, manifest_keys, pagefit, stageresources
+from campaignops.model import policy as policy_mod
+
+CODES = code_table(
+    Code(
+        id="MAN016",
+        message="{what} has no command: no cmd, and the manifest no default_cmd",
+        hint="give the {owner} a cmd (python train.py; each arg is added as --key value), or "
+        "the manifest a default_cmd",
+    ),
+    Code(
+        id="MAN017",
+        message="backend {backend!r} ({why}) is a {kind} page, which campaign submit has no "
+        "runner for",
+        hint="start such jobs by hand as {page} says, or set backend: to one the runner drives "
+        "({runnable})",
+    ),
+    Code(
+        id="MAN018",
+        message="{stage} on {backend}: resources.{key}: {problem}",
+        hint="{fix}",
+    ),
+)
+STAGES = ("smoke", "single", "production")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a stage of this manifest goes: the backend's name and page (None: unreadable or
+    not authorized; other checks report that)."""
+
+    stage: str
+    backend: str
+    page: Mapping[str, Any] | None
+
+
+def pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
+    """The authorized backends' page front matter (pages that cannot be read are left out)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for name in ctx.policy.backends:
+        page = backendpage.path_of(name)
+        # A missing page is POLICY's finding; reading it here would report it a second time.
+        if not backendpage.is_name(name) or not ctx.reader.is_file(page):
+            continue
+        try:
+            found[name] = backendpage.front_matter(ctx.reader.read_text(page) or "", path=page)
+        except CampaignError:
+            continue  # the page's own check reports it
+    return found
+
+
+def box_backends(pages: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+    """The authorized backends whose executor runs the experiment-queue keys a scheduler does
+    not (manifest_keys.BOX_KEYS) on every job: their Kind says so (``box_keys``: ssh boxes)."""
+    return frozenset(n for n, p in pages.items() if (kind := registry.kind_of(p)) and kind.box_keys)
+
+
+def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
+    """The ``kind: local`` backends among ``pages``, each with whether its page lists
+    ``gpus:`` (manifest_keys.local_box: where a GPU list runs the box keys locally)."""
+    return {
+        name: manifest_keys.page_gpus(page) is not None
+        for name, page in pages.items()
+        if page is not None and page.get("kind") == "local"
+    }
+
+
+def routes(
+    policy: policy_mod.Policy, doc: Any, pages: Mapping[str, Mapping[str, Any]]
+) -> tuple[Route, ...]:
+    """Where each stage of ``doc`` goes without --backend (policy.backend_for), with the page."""
+    return tuple(
+        Route(stage, name, pages.get(name))
+        for stage in STAGES
+        if (name := policy_mod.backend_for(policy, stage, doc))
+    )
+
+
+def check(
+    rel: str, doc: Mapping[str, Any], loc: Locator, *, routes: Sequence[Route]
+) -> Iterator[Finding]:
+    yield from _commands(rel, doc, loc)
+    yield from _runners(rel, doc, loc, routes)
+    yield from _fits(rel, doc, loc, routes)
+
+
+def _commands(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+    default = doc.get("default_cmd")
+    if isinstance(default, str) and default.strip():
+        return
+    for block in manifest.blocks(doc):
+        jobs_at = (*block.at, "jobs") if block.phase else ("jobs",)
+        for j, job in enumerate(block.jobs):
+            if not _has_cmd(job):
+                line, col = loc.at((*jobs_at, j), key=False)
+                yield CODES["MAN016"].at(rel, line, col, what=f"job {job['id']!r}", owner="job")
+        if block.grid and not _has_cmd(block.template):
+            where = f" of phase {block.phase!r}" if block.phase else ""
+            line, col = loc.at((*block.at, "grid"), key=True)
+            yield CODES["MAN016"].at(
+                rel, line, col, what=f"the grid{where}", owner="grid's template"
+            )
+
+
+def _has_cmd(mapping: Mapping[str, Any]) -> bool:
+    cmd = mapping.get("cmd")
+    return isinstance(cmd, str) and bool(cmd.strip())
+
+
+def _runners(
+    rel: str, doc: Mapping[str, Any], loc: Locator, routes: Sequence[Route]
+) -> Iterator[Finding]:
+    stages: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for route in routes:
+        if route.page is not None and registry.kind_of(route.page) is None:
+            stages.setdefault(route.backend, []).append(route.stage)
+            kinds[route.backend] = str(route.page.get("kind") or "unknown")
+    runnable = ", ".join(sorted({r.backend for r in routes if registry.kind_of(r.page)}))
+    for backend, at_stages in stages.items():
+        named = doc.get("backend") == backend
+        line, col = loc.at(("backend",)) if named else (1, 1)
+        why = "this manifest's backend" if named else "where " + "/".join(at_stages) + " goes"
+        yield CODES["MAN017"].at(
+            rel,
+            line,
+            col,
+            backend=backend,
+            why=why,
+            kind=kinds[backend],
+            page=backendpage.path_of(backend),
+            runnable=runnable or "slurm, pbs, gridengine, ssh, local pages",
+        )
+
+
+def _fits(
+    rel: str, doc: Mapping[str, Any], loc: Locator, routes: Sequence[Route]
+) -> Iterator[Finding]:
+    phases: list[str | None] = [None, *(p.name for p in manifest.phases(doc))]
+    seen: set[tuple[str, tuple[str | int, ...] | None]] = set()
+    for route in routes:
+        if route.page is None:
+            continue
+        for phase in phases:
+            res = stageresources.resources_for(doc, phase, route.stage)
+            page_path = backendpage.path_of(route.backend)
+            for misfit in pagefit.misfits(res, route.page, page_path=page_path):
+                at = stageresources.source_of(doc, phase, route.stage, misfit.key)
+                if (misfit.problem, at) in seen:
+                    continue
+                seen.add((misfit.problem, at))
+                line, col = loc.at(at) if at else (1, 1)
+                yield CODES["MAN018"].at(
+                    rel,
+                    line,
+                    col,
+                    stage=route.stage,
+                    backend=route.backend,
+                    key=misfit.key,
+                    problem=misfit.problem,
+                    fix=misfit.fix,
+                )
