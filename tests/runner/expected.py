@@ -32,7 +32,7 @@ campaign_precondition_failed() {
 }
 """
 # With outputs: before the traps, and after the wait.
-OUTPUT_INIT = "campaign_output=\n"
+OUTPUT_INIT = 'campaign_output=\ncampaign_mark="$(mktemp)"\n'
 OUTPUT_CHECK = """\
 if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then
   if [ -d "$campaign_output" ]; then [ -n "$(ls -A -- "$campaign_output")" ]; else [ -s "$campaign_output" ]; fi || {
@@ -40,6 +40,11 @@ if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then
     campaign_status=97
   }
 fi
+if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ] && [ "$campaign_output" -ot "$campaign_mark" ] && [ -z "$(find "$campaign_output" -newer "$campaign_mark" -print 2>/dev/null | head -n 1)" ]; then
+  echo "campaign: output-missing: $campaign_output (older than the task: not written by it)" >&2
+  campaign_status=97
+fi
+rm -f -- "$campaign_mark"
 """
 
 

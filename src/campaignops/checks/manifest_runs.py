@@ -107,8 +107,8 @@ def check(
 
 def _commands(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
     default = doc.get("default_cmd")
-    if isinstance(default, str) and default.strip():
-        return
+    if (isinstance(default, str) and default.strip()) or "queue" in doc:
+        return  # a queue manifest's default_cmd is MAN011's
     for block in manifest.blocks(doc):
         jobs_at = (*block.at, "jobs") if block.phase else ("jobs",)
         for j, job in enumerate(block.jobs):
