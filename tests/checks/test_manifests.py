@@ -164,11 +164,47 @@ def test_on_an_ssh_backend_the_box_keys_are_run_and_not_reported(campaign: Path,
         page.replace("platform: local", "platform: gpu-box").replace("kind: local", "kind: ssh")
     )
     rel = write(campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: gpu-box\ncwd:", 1))
-    assert man(run, rel).where() == [
+    result = man(run, rel)
+    assert result.where() == [
         (rel, 3, "MAN012"),  # cwd: tasks run from the deployed commit, on a box too
-        (rel, 6, "MAN012"),  # ssh: the page lists the instances
+        (rel, 6, "MAN019"),  # ssh: names no instance of the page (it lists none)
         (rel, 13, "MAN013"),
     ]
+    # The exact edit: the box, as an instance of the page.
+    assert "add the box to backends/gpu-box.md's instances: - {name: SJTUServer5, host: " in (
+        str(result.json()["findings"][1]["hint"])
+    )
+
+
+def test_ssh_alias_an_ssh_page_lists_is_run_there_and_without_backend_one_edit(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    policy = campaign / "campaign.yaml"
+    policy.write_text(policy.read_text().replace("[local, generic-slurm]", "[local, gpu-box]"))
+    page = (campaign / "backends/local.md").read_text()
+    box = "instances:\n  - {name: box1, host: SJTUServer5, workdir: /data/runs, gpus: [0, 1]}\n"
+    (campaign / "backends/gpu-box.md").write_text(
+        page.replace("platform: local", "platform: gpu-box")
+        .replace("kind: local", "kind: ssh")
+        .replace("---\n", "---\n" + box, 1)
+        if page.startswith("---\n")
+        else page
+    )
+    runnable = SEED_MANIFEST.replace("{N}", "{n_hidden}").replace(
+        "cwd: /home/user/dllm_experiments_torch\n", ""
+    )
+    rel = write(campaign, "seed.yaml", runnable.replace("conda:", "backend: gpu-box\nconda:", 1))
+    assert man(run, rel).where() == []  # ssh: SJTUServer5 is box1's host: it runs there
+    # No backend named: ONE finding at the first box key, with the one edit that runs them all.
+    rel = write(campaign, "seed.yaml", runnable)
+    result = man(run, rel)
+    assert result.where() == [(rel, 2, "MAN019")]
+    finding = result.json()["findings"][0]
+    assert finding["message"] == (
+        "conda, ssh, gpu_free_threshold_mib: run only by an ssh backend's executor, and this "
+        "manifest names no backend: the keys would be ignored"
+    )
+    assert str(finding["hint"]).startswith("add `backend: gpu-box`: ")
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from campaignops.backends import registry
+from campaignops.backends.ssh.instances import of_page
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core.errors import CampaignError
@@ -35,6 +37,11 @@ CODES = code_table(
         "runner for",
         hint="start such jobs by hand as {page} says, or set backend: to one the runner drives "
         "({runnable})",
+    ),
+    Code(
+        id="MAN019",
+        message="{key}: {problem}",
+        hint="{fix}",
     ),
     Code(
         id="MAN018",
@@ -70,10 +77,25 @@ def pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
     return found
 
 
-def box_backends(pages: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+def box_backends(pages: Mapping[str, Mapping[str, Any]], root: Path) -> dict[str, frozenset[str]]:
     """The authorized backends whose executor runs the experiment-queue keys a scheduler does
-    not (manifest_keys.BOX_KEYS) on every job: their Kind says so (``box_keys``: ssh boxes)."""
-    return frozenset(n for n, p in pages.items() if (kind := registry.kind_of(p)) and kind.box_keys)
+    not (manifest_keys.BOX_KEYS) on every job: their Kind says so (``box_keys``: ssh boxes);
+    each with the names and hosts its instances answer to (what ``ssh:`` may name)."""
+    return {
+        n: aliases(root, n, p)
+        for n, p in pages.items()
+        if (kind := registry.kind_of(p)) and kind.box_keys
+    }
+
+
+def aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozenset[str]:
+    """What the instances of ssh backend ``name`` answer to in ``ssh:``: names and hosts (none
+    when the page lists none: its own check says so)."""
+    try:
+        found = of_page(root, name, page)
+    except CampaignError:
+        return frozenset()
+    return frozenset(x for i in found for x in (i.name, i.host))
 
 
 def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
@@ -181,3 +203,62 @@ def _fits(
                     problem=misfit.problem,
                     fix=misfit.fix,
                 )
+
+
+def box_keys(
+    rel: str,
+    doc: Mapping[str, Any],
+    loc: Locator,
+    *,
+    where: object,
+    boxes: Mapping[str, frozenset[str]],
+    on_box: bool,
+) -> Iterator[Finding]:
+    """The experiment-queue's box keys (conda, conda_hook, gpu_free_threshold_mib, ssh) where
+    an ssh backend could run them: ``ssh:`` must name an instance of the manifest's ssh
+    backend; off a box, ONE finding gives the one edit that runs them all (backend:)."""
+    alias = doc.get("ssh")
+    if isinstance(where, str) and where in boxes:
+        if isinstance(alias, str) and alias not in boxes[where]:
+            line, col = loc.at(("ssh",))
+            yield CODES["MAN019"].at(
+                rel,
+                line,
+                col,
+                key="ssh",
+                problem=NO_INSTANCE.format(
+                    alias=alias, backend=where, listed=", ".join(sorted(boxes[where])) or "none"
+                ),
+                fix=ADD_INSTANCE.format(alias=alias, page=backendpage.path_of(where)),
+            )
+        return
+    present = [k for k in doc if k in manifest_keys.SSH_KEYS and (k == "ssh" or not on_box)]
+    if not present:
+        return
+    named = [b for b in sorted(boxes) if alias in boxes[b]] or sorted(boxes)
+    edit = (
+        f"add `backend: {named[0]}`"
+        if len(named) == 1
+        else ("add backend: with one of " + ", ".join(named))
+    )
+    if isinstance(alias, str) and len(named) == 1 and alias not in boxes[named[0]]:
+        edit += ", and " + ADD_INSTANCE.format(alias=alias, page=backendpage.path_of(named[0]))
+    line, col = loc.at((present[0],), key=True)
+    yield CODES["MAN019"].at(
+        rel,
+        line,
+        col,
+        key=", ".join(present),
+        problem=OFF_BOX.format(
+            where=f"{where} is none" if where else "this manifest names no backend"
+        ),
+        fix=f"{edit}: an ssh backend's executor runs them on its instances",
+    )
+
+
+NO_INSTANCE = "{alias!r} is no instance of {backend} (its instances answer to: {listed})"
+ADD_INSTANCE = (
+    "add the box to {page}'s instances: - {{name: {alias}, host: {alias}, "
+    "workdir: /absolute/dir/on/the/box, gpus: [0]}} (host: its ~/.ssh/config alias)"
+)
+OFF_BOX = "run only by an ssh backend's executor, and {where}: the keys would be ignored"

@@ -102,7 +102,7 @@ OPTION_FIX = "each key becomes --key on the command line: rename it"
 def check(ctx: CheckContext) -> Iterator[Finding]:
     authorized = set(ctx.policy.backends) if ctx.policy.found else None
     pages = manifest_runs.pages(ctx) if ctx.policy.found else {}
-    boxes = manifest_runs.box_backends(pages)
+    boxes = manifest_runs.box_backends(pages, ctx.root)
     hosts = manifest_runs.gpu_hosts(pages)
     for rel, data, syntax in ctx.yamls("manifests"):
         if syntax is not None:
@@ -136,7 +136,7 @@ def check_document(
     loc: Locator,
     *,
     authorized: set[str] | None,
-    boxes: frozenset[str] = frozenset(),
+    boxes: Mapping[str, frozenset[str]] | None = None,
     backend: str | None = None,
     hosts: Mapping[str, bool] | None = None,
     routes: Sequence[manifest_runs.Route] = (),
@@ -161,11 +161,15 @@ def check_document(
     yield from _queue(rel, doc, loc)
     # ``backend``: where the job goes (submit's --backend); else the manifest's own.
     # ``hosts``: local backends, each with whether its page lists GPUs (gpu_hosts).
-    where, hosts = backend or doc.get("backend"), hosts or {}
+    where, hosts, boxes = backend or doc.get("backend"), hosts or {}, boxes or {}
     on_box = where in boxes or (
         where in hosts and manifest_keys.local_box(doc, page_lists_gpus=hosts[where])
     )
-    yield from _keys(rel, doc, loc, on_box=on_box)
+    # With an ssh backend authorized, the box keys are judged together (one edit: backend:).
+    skip = manifest_keys.SSH_KEYS if boxes else manifest_keys.BOX_KEYS if on_box else frozenset()
+    yield from _keys(rel, doc, loc, skip=skip)
+    if boxes:
+        yield from manifest_runs.box_keys(rel, doc, loc, where=where, boxes=boxes, on_box=on_box)
     yield from _arg_keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
@@ -264,10 +268,10 @@ def _arg_keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Findin
 
 
 def _keys(
-    rel: str, doc: Mapping[str, Any], loc: Locator, *, on_box: bool = False
+    rel: str, doc: Mapping[str, Any], loc: Locator, *, skip: frozenset[str] = frozenset()
 ) -> Iterator[Finding]:
     """Keys the runner does not run, preconditions it could not check, outputs it would ignore."""
-    for where, shown, why in manifest_keys.not_run(doc, on_box=on_box):
+    for where, shown, why in manifest_keys.not_run(doc, skip=skip):
         line, col = loc.at(where, key=True)
         yield CODES["MAN012"].at(
             rel, line, col, key=shown, what=why.what, when=why.when, fix=why.fix

@@ -64,6 +64,9 @@ class BoxSettings:
     # One per task: its run length in the manifest's own unit (a line's or args' epochs, else
     # 1), how the ssh backend divides an array across its boxes (campaignops.model.splitting).
     costs: tuple[float, ...] | None = None
+    # The experiment-queue's ``ssh: ALIAS``: run only on the page's instance of that name (or
+    # host); the MAN checks refuse an alias the page does not list.
+    instance: str | None = None
 
     def record(self) -> dict[str, object]:
         """The settings that are set, as the ssh backend's script line carries them."""

@@ -42,6 +42,8 @@ _NO_ISSUE = "no issue plans it yet"
 # Those the box executor runs are findings only where the manifest's backend is not an ssh one,
 # nor the local one running it with a GPU list (local_box).
 BOX_KEYS = frozenset({"conda", "conda_hook", "gpu_free_threshold_mib"})
+# ``ssh:`` names one instance of an ssh backend's page: run there only (checks/manifest_runs.py).
+SSH_KEYS = BOX_KEYS | {"ssh"}
 NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
     {
         "cwd": NotRun(
@@ -136,12 +138,15 @@ def local_box(doc: Mapping[str, Any], *, page_lists_gpus: bool) -> bool:
     return any(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (gpus, asked))
 
 
-def not_run(doc: Mapping[str, Any], *, on_box: bool = False) -> Iterator[tuple[Where, str, NotRun]]:
-    """(where, the key as shown, why) for each key that asks for what the runner does not do
-    (``on_box``: the manifest's backend is an ssh one, whose executor runs BOX_KEYS)."""
+def not_run(
+    doc: Mapping[str, Any], *, skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[Where, str, NotRun]]:
+    """(where, the key as shown, why) for each key that asks for what the runner does not do,
+    but those in ``skip`` (BOX_KEYS where a box executor runs them; SSH_KEYS where the caller
+    judges them against the ssh backends)."""
     for key, why in NOT_RUN.items():
-        if on_box and key in BOX_KEYS:
-            continue
+        if key in skip:
+            continue  # run where the manifest goes, or judged there (manifest_runs.box_keys)
         if key in doc and not _asks_nothing(key, doc[key]):
             yield (key,), key, why
     for block in manifest.blocks(doc):

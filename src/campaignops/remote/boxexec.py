@@ -38,7 +38,9 @@ WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED"
 # etc/profile.d/conda.sh), the conda program itself (an executable not named *.sh), or a script
 # to source (conda.sh). With no
 # hook: the conda on PATH, else the first usual install root that has a conda.sh.
-CONDA_ROOTS = "~/miniconda3 ~/anaconda3 ~/miniforge3 ~/mambaforge /opt/conda /opt/miniconda3 /opt/anaconda3"
+CONDA_ROOTS = (
+    "~/miniconda3 ~/anaconda3 ~/miniforge3 ~/mambaforge /opt/conda /opt/miniconda3 /opt/anaconda3"
+)
 CONDA_SETUP = (
     'case "$1" in eval\\ *) eval "$1" ;; '
     '"") if command -v conda >/dev/null; then eval "$(conda shell.bash hook)"; else '

@@ -107,6 +107,7 @@ def box_settings(doc: Mapping[str, Any]) -> BoxSettings:
         else None,
         conda=text("conda"),
         conda_hook=text("conda_hook"),
+        instance=text("ssh"),
         oom_attempts=rule.max_attempts if rule else None,
         oom_delay_s=rule.delay_s if rule else None,
     )

@@ -158,7 +158,11 @@ def _checked_manifest(root: Path, ask: Ask, policy: policy_mod.Policy) -> tuple[
     # is not validated yet, so a backend it names that is no usable name is simply not a box.
     going_page = _page_if_named(root, policy, going)
     going_kind = backends.kind_of(going_page)
-    boxes = frozenset({going}) if going_kind is not None and going_kind.box_keys else frozenset()
+    boxes = (
+        {going: man_runs.aliases(root, going, going_page)}
+        if going_kind is not None and going_kind.box_keys
+        else {}
+    )
     problems = list(
         man_checks.check_document(
             ask.manifest,
