@@ -21,7 +21,14 @@ from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core.errors import CampaignError
 from campaignops.core.yamldoc import Locator
-from campaignops.model import backendpage, manifest, manifest_keys, pagefit, stageresources
+from campaignops.model import (
+    backendpage,
+    manifest,
+    manifest_keys,
+    pagefit,
+    stageresources,
+    walltime,
+)
 from campaignops.model import policy as policy_mod
 
 CODES = code_table(
@@ -35,8 +42,8 @@ CODES = code_table(
         id="MAN017",
         message="backend {backend!r} ({why}) is a {kind} page, which campaign submit has no "
         "runner for",
-        hint="start such jobs by hand as {page} says, or set backend: to one the runner drives "
-        "({runnable})",
+        hint="start such jobs by hand as {page} says, or set backend: to an authorized "
+        "backend the runner drives (a slurm, pbs, gridengine, ssh or local page)",
     ),
     Code(
         id="MAN019",
@@ -49,7 +56,8 @@ CODES = code_table(
         hint="{fix}",
     ),
 )
-STAGES = ("smoke", "single", "production")
+# Production first: a misfit single shares is reported once, as production's.
+STAGES = ("smoke", "production", "single")
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,7 @@ class Route:
     stage: str
     backend: str
     page: Mapping[str, Any] | None
+    smoke_max_minutes: int | None = None  # stages.smoke_max_minutes (smoke routes)
 
 
 def pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
@@ -113,7 +122,7 @@ def routes(
 ) -> tuple[Route, ...]:
     """Where each stage of ``doc`` goes without --backend (policy.backend_for), with the page."""
     return tuple(
-        Route(stage, name, pages.get(name))
+        Route(stage, name, pages.get(name), policy.smoke_max_minutes if stage == "smoke" else None)
         for stage in STAGES
         if (name := policy_mod.backend_for(policy, stage, doc))
     )
@@ -159,7 +168,6 @@ def _runners(
         if route.page is not None and registry.kind_of(route.page) is None:
             stages.setdefault(route.backend, []).append(route.stage)
             kinds[route.backend] = str(route.page.get("kind") or "unknown")
-    runnable = ", ".join(sorted({r.backend for r in routes if registry.kind_of(r.page)}))
     for backend, at_stages in stages.items():
         named = doc.get("backend") == backend
         line, col = loc.at(("backend",)) if named else (1, 1)
@@ -172,7 +180,6 @@ def _runners(
             why=why,
             kind=kinds[backend],
             page=backendpage.path_of(backend),
-            runnable=runnable or "slurm, pbs, gridengine, ssh, local pages",
         )
 
 
@@ -187,8 +194,17 @@ def _fits(
         for phase in phases:
             res = stageresources.resources_for(doc, phase, route.stage)
             page_path = backendpage.path_of(route.backend)
-            for misfit in pagefit.misfits(res, route.page, page_path=page_path):
-                at = stageresources.source_of(doc, phase, route.stage, misfit.key)
+            misfits = pagefit.misfits(res, route.page, page_path=page_path)
+            too_long = pagefit.smoke_too_long(_seconds(res.time), route.smoke_max_minutes)
+            for misfit in [*misfits, *([too_long] if too_long else [])]:
+                at = next(
+                    (
+                        found
+                        for key in (misfit.key, "partition", "queue")
+                        if (found := stageresources.source_of(doc, phase, route.stage, key))
+                    ),
+                    None,
+                )
                 if (misfit.problem, at) in seen:
                     continue
                 seen.add((misfit.problem, at))
@@ -262,3 +278,10 @@ ADD_INSTANCE = (
     "workdir: /absolute/dir/on/the/box, gpus: [0]}} (host: its ~/.ssh/config alias)"
 )
 OFF_BOX = "run only by an ssh backend's executor, and {where}: the keys would be ignored"
+
+
+def _seconds(text: str | None) -> int | None:
+    try:
+        return None if text is None else walltime.parse(text)
+    except CampaignError:
+        return None  # the schema's finding

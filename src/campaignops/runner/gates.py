@@ -44,16 +44,6 @@ class GateRefused(CampaignError):
         self.verdict = verdict
 
 
-def _names(page: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key in ("partitions", "queues"):
-        entries = page.get(key)
-        for entry in entries if isinstance(entries, list) else ():
-            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-                out.append(entry["name"])
-    return out
-
-
 def authorized(
     backend: str,
     *,
@@ -82,18 +72,10 @@ def authorized(
             f"{page_path} is missing",
             f"copy backends/TEMPLATE.md to {page_path}, fill in its facts, and commit",
         )
-    names = _names(page)
-    for kind, asked in (("partition", partition), ("queue", queue)):
-        if asked is not None and asked not in names:
-            known = ", ".join(dict.fromkeys(names)) or "none listed"
-            return _refuse(
-                gate,
-                f"{kind} {asked!r} is not on {page_path} ({known})",
-                f"use one of them in the manifest's resources, or add {asked} to the page's "
-                "partitions (with its source and verified date) and commit",
-            )
-    for misfit in pagefit.misfits(resources or Resources(), page, page_path=page_path):
-        return _refuse(gate, f"resources.{misfit.key}: {misfit.problem}", misfit.fix)
+    asked = resources or Resources(partition=partition, queue=queue)
+    for misfit in pagefit.misfits(asked, page, page_path=page_path):
+        where = "" if misfit.key in pagefit.PLACES else f"resources.{misfit.key}: "
+        return _refuse(gate, where + misfit.problem, misfit.fix)
     asked_for = ", ".join(f"{k} {v}" for k, v in (("partition", partition), ("queue", queue)) if v)
     where = f"; {asked_for} listed" if asked_for else ""
     return _ok(gate, f"backend {backend} authorized{where}")
@@ -133,15 +115,9 @@ def smoke_first(
     its own task COMPLETED with exit 0; a smoke itself must fit stages.smoke_max_minutes."""
     gate = "smoke_first"
     if request.stage == "smoke":
-        limit, cap = request.time_s, request.smoke_max_minutes
-        if limit is not None and cap is not None and limit > cap * 60:
-            return _refuse(
-                gate,
-                f"the smoke's time limit is {limit // 60} min ({limit} s), over "
-                f"stages.smoke_max_minutes {cap} in campaign.yaml",
-                "cut the run length (smoke.args) and the smoke's time (smoke.resources.time) "
-                f"to fit {cap} minutes: a smoke is there to fail fast",
-            )
+        too_long = pagefit.smoke_too_long(request.time_s, request.smoke_max_minutes)
+        if too_long is not None:
+            return _refuse(gate, too_long.problem, too_long.fix)
         return _ok(gate, "a smoke needs no earlier smoke")
     if not require_smoke:
         return _ok(gate, "stages.require_smoke is false")

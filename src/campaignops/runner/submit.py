@@ -172,7 +172,14 @@ def _checked_manifest(root: Path, ask: Ask, policy: policy_mod.Policy) -> tuple[
             boxes=boxes,
             backend=going,
             hosts=man_runs.gpu_hosts({going: going_page}),
-            routes=(man_runs.Route(ask.stage, going, going_page),),
+            routes=(
+                man_runs.Route(
+                    ask.stage,
+                    going,
+                    going_page,
+                    policy.smoke_max_minutes if ask.stage == "smoke" else None,
+                ),
+            ),
         )
     )
     if problems:
