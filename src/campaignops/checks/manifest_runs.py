@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends import registry
+from campaignops.backends import registry, spending
 from campaignops.backends.ssh.instances import of_page
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
@@ -52,7 +52,7 @@ CODES = code_table(
     ),
     Code(
         id="MAN018",
-        message="{stage} on {backend}: resources.{key}: {problem}",
+        message="{stage} on {backend}: {problem}",
         hint="{fix}",
     ),
 )
@@ -129,11 +129,16 @@ def routes(
 
 
 def check(
-    rel: str, doc: Mapping[str, Any], loc: Locator, *, routes: Sequence[Route]
+    rel: str,
+    doc: Mapping[str, Any],
+    loc: Locator,
+    *,
+    routes: Sequence[Route],
+    policy: policy_mod.Policy | None = None,
 ) -> Iterator[Finding]:
     yield from _commands(rel, doc, loc)
     yield from _runners(rel, doc, loc, routes)
-    yield from _fits(rel, doc, loc, routes)
+    yield from _fits(rel, doc, loc, routes, policy)
 
 
 def _commands(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
@@ -184,8 +189,13 @@ def _runners(
 
 
 def _fits(
-    rel: str, doc: Mapping[str, Any], loc: Locator, routes: Sequence[Route]
+    rel: str,
+    doc: Mapping[str, Any],
+    loc: Locator,
+    routes: Sequence[Route],
+    policy: policy_mod.Policy | None,
 ) -> Iterator[Finding]:
+    """What the pages (and the policy's caps) say of each stage's request: MAN018."""
     phases: list[str | None] = [None, *(p.name for p in manifest.phases(doc))]
     seen: set[tuple[str, tuple[str | int, ...] | None]] = set()
     for route in routes:
@@ -196,27 +206,29 @@ def _fits(
             page_path = backendpage.path_of(route.backend)
             misfits = pagefit.misfits(res, route.page, page_path=page_path)
             too_long = pagefit.smoke_too_long(_seconds(res.time), route.smoke_max_minutes)
-            for misfit in [*misfits, *([too_long] if too_long else [])]:
-                at = next(
-                    (
-                        found
-                        for key in (misfit.key, "partition", "queue")
-                        if (found := stageresources.source_of(doc, phase, route.stage, key))
-                    ),
-                    None,
-                )
+            blocked = (
+                spending.unpriced(route.backend, route.page, policy, res, _seconds(res.time))
+                if policy is not None
+                else None
+            )
+            # No allocation size: one edit of campaign.yaml, whatever the stage asks for.
+            key = "allocation" if blocked and blocked[0] == spending.NO_ALLOCATION else "time"
+            unpriced = [pagefit.Misfit(key, *blocked)] if blocked else []
+            for misfit in [*misfits, *([too_long] if too_long else []), *unpriced]:
+                at = _source(doc, phase, route.stage, misfit.key)
                 if (misfit.problem, at) in seen:
                     continue
                 seen.add((misfit.problem, at))
                 line, col = loc.at(at) if at else (1, 1)
+                plain = misfit.key in (*pagefit.PLACES, "allocation")
+                where = "" if plain else f"resources.{misfit.key}: "
                 yield CODES["MAN018"].at(
                     rel,
                     line,
                     col,
                     stage=route.stage,
                     backend=route.backend,
-                    key=misfit.key,
-                    problem=misfit.problem,
+                    problem=where + misfit.problem,
                     fix=misfit.fix,
                 )
 
@@ -285,3 +297,20 @@ def _seconds(text: str | None) -> int | None:
         return None if text is None else walltime.parse(text)
     except CampaignError:
         return None  # the schema's finding
+
+
+def _source(
+    doc: Mapping[str, Any], phase: str | None, stage: str, key: str
+) -> tuple[str | int, ...] | None:
+    """Where a finding about resources ``key`` points: the layer that set it, else the one
+    that set the partition or queue; an allocation's at the manifest's backend."""
+    if key == "allocation":
+        return ("backend",) if "backend" in doc else None
+    return next(
+        (
+            found
+            for asked in (key, "partition", "queue")
+            if (found := stageresources.source_of(doc, phase, stage, asked))
+        ),
+        None,
+    )

@@ -13,6 +13,7 @@ from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import schema
 from campaignops.core.yamldoc import Locator
 from campaignops.model import manifest, manifest_keys, queuefile
+from campaignops.model import policy as policy_mod
 
 FAMILY = "MAN"
 SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends, keys not run"
@@ -119,6 +120,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
                 boxes=boxes,
                 hosts=hosts,
                 routes=manifest_runs.routes(ctx.policy, data, pages) if ctx.policy.found else (),
+                policy=ctx.policy if ctx.policy.found else None,
             )
         )
         yield from findings
@@ -140,6 +142,7 @@ def check_document(
     backend: str | None = None,
     hosts: Mapping[str, bool] | None = None,
     routes: Sequence[manifest_runs.Route] = (),
+    policy: policy_mod.Policy | None = None,
 ) -> Iterator[Finding]:
     """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one.
     ``routes``: where its stages go (the backends' pages), for what submit would refuse there."""
@@ -175,7 +178,7 @@ def check_document(
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
         yield from _targets(rel, doc, loc)
-        yield from manifest_runs.check(rel, doc, loc, routes=routes)
+        yield from manifest_runs.check(rel, doc, loc, routes=routes, policy=policy)
 
 
 def _placeholders(rel: str, block: manifest.Block, loc: Locator) -> Iterator[Finding]:

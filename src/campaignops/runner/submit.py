@@ -180,6 +180,7 @@ def _checked_manifest(root: Path, ask: Ask, policy: policy_mod.Policy) -> tuple[
                     policy.smoke_max_minutes if ask.stage == "smoke" else None,
                 ),
             ),
+            policy=policy,
         )
     )
     if problems:
