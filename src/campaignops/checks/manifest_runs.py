@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends import registry, spending
-from campaignops.backends.ssh.instances import of_page
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core.errors import CampaignError
@@ -98,13 +97,9 @@ def box_backends(pages: Mapping[str, Mapping[str, Any]], root: Path) -> dict[str
 
 
 def aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozenset[str]:
-    """What the instances of ssh backend ``name`` answer to in ``ssh:``: names and hosts (none
-    when the page lists none: its own check says so)."""
-    try:
-        found = of_page(root, name, page)
-    except CampaignError:
-        return frozenset()
-    return frozenset(x for i in found for x in (i.name, i.host))
+    """What the boxes of backend ``name`` answer to in ``ssh:`` (its Kind's ``aliases``)."""
+    kind = registry.kind_of(page)
+    return kind.aliases(root, name, page) if kind is not None else frozenset()
 
 
 def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
