@@ -22,7 +22,13 @@ from types import MappingProxyType
 
 from campaignops.core.errors import UsageError
 from campaignops.model.jobspec import TASK_INDEX, Precondition
-from campaignops.model.taskfiles import PRECONDITION_TYPES, output_problem, path_problem, shell_word
+from campaignops.model.taskfiles import (
+    PRECONDITION_TYPES,
+    output_problem,
+    path_problem,
+    shell_word,
+    under_stage_root,
+)
 
 WARNING_SIGNAL = "USR1"
 PRECONDITION_EXIT = 96
@@ -111,6 +117,8 @@ def task_function(
             lines += [f"    {line}" for line in own]
         if output is not None:
             lines.append(f"    campaign_output={_output_word(index, output)}")
+            if not under_stage_root(output):
+                lines.append(f"    {OUTPUT_MARK}")
         lines += [f"    ( {command}", "    ) &", "    ;;"]
     lines += [
         "  *)",
@@ -122,15 +130,17 @@ def task_function(
     return lines
 
 
-# Made before the task starts: an output older than it was not written by this task.
+# Made just before a task whose output is outside ${CAMPAIGN_OUT}/ starts: an output older
+# than it was not written by this task (docs/decisions.md).
 OUTPUT_MARK = 'campaign_mark="$(mktemp)"'
 
 
 def output_check() -> list[str]:
     """After a task that exited 0: its output must be a non-empty file or a directory with an
-    entry, written since the task started (not older than the mark made before it: a file
-    left by an earlier attempt or another stage is not this task's; a directory counts when it
-    or an entry in it is), else the task ends with OUTPUT_MISSING_EXIT and says which path."""
+    entry, and, outside ${CAMPAIGN_OUT}/, written since the task started (not older than the
+    mark made before it: a file left by an earlier run or another stage is not this task's; a
+    directory counts when it or an entry in it is), else the task ends with
+    OUTPUT_MISSING_EXIT and says which path."""
     return [
         'if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then',
         '  if [ -d "$campaign_output" ]; then [ -n "$(ls -A -- "$campaign_output")" ]; '
@@ -139,14 +149,14 @@ def output_check() -> list[str]:
         f"    campaign_status={OUTPUT_MISSING_EXIT}",
         "  }",
         "fi",
-        'if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ] && '
+        'if [ "$campaign_status" = 0 ] && [ -n "$campaign_mark" ] && '
         '[ "$campaign_output" -ot "$campaign_mark" ] && '
         '[ -z "$(find "$campaign_output" -newer "$campaign_mark" -print 2>/dev/null | head -n 1)" ]; then',
         '  echo "campaign: output-missing: $campaign_output (older than the task: not written '
         'by it)" >&2',
         f"  campaign_status={OUTPUT_MISSING_EXIT}",
         "fi",
-        'rm -f -- "$campaign_mark"',
+        '[ -z "$campaign_mark" ] || rm -f -- "$campaign_mark"',
     ]
 
 
@@ -175,7 +185,7 @@ def body(
     lines = [
         *preconditions_check(preconditions),
         *(PRECONDITION_FAILED if per_task and not preconditions else []),
-        *(["campaign_output=", OUTPUT_MARK] if checked else []),
+        *(["campaign_output=", "campaign_mark="] if checked else []),
         *(["campaign_warned=0"] if note else []),
         "campaign_woken=0",
         "campaign_pid=",

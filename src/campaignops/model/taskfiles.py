@@ -105,6 +105,16 @@ def output_problem(text: str) -> str | None:
 GLOB = re.compile(r"[*?\[]")
 
 
+STAGE_ROOT = "${CAMPAIGN_OUT}"
+
+
+def under_stage_root(text: str) -> bool:
+    """An output under the stage's own root (``${CAMPAIGN_OUT}/``): the stage's own by place,
+    so a task that finds it complete there (a wrapper's resume) may count it. Any other output
+    is the task's own only if written since it started (backends/script.py)."""
+    return text.startswith(STAGE_ROOT + "/")
+
+
 def shell_word(text: str) -> str:
     """``text`` as one bash word: ``${NAME}`` references double-quoted (they expand, without
     word splitting or globbing), everything else single-quoted where needed (literal). The
