@@ -82,7 +82,7 @@ REFUSALS = (
     Refusal(
         "backends/script.py:_output_word",
         "output path holds '*' (checked literally: output-missing whatever was written)",
-        CMD + "backend: local\njobs: [{id: t, output_check: 'figures/t_*.json'}]\n",
+        CMD + "backend: local\njobs: [{id: t, output_check: '${CAMPAIGN_OUT}/t_*.json'}]\n",
         "MAN014",
         3,
     ),
