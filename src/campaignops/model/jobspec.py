@@ -58,7 +58,7 @@ class BoxSettings:
     gpus: tuple[int, ...] | None = None  # the manifest's GPU index list, one task per GPU
     gpu_free_threshold_mib: int | None = None  # a GPU is free below this memory.used
     conda: str | None = None  # the environment each task runs in
-    conda_hook: str | None = None  # the conda.sh to source first (else `conda shell.bash hook`)
+    conda_hook: str | None = None  # a conda root, conda.sh, the conda program or an eval string
     oom_attempts: int | None = None  # oom_retry.max_attempts (2 or more)
     oom_delay_s: float | None = None  # oom_retry.delay
     # One per task: its run length in the manifest's own unit (a line's or args' epochs, else
