@@ -14,7 +14,7 @@ from campaignops.checks import registry
 from tests import sshboxes
 from tests.conftest import GRIDENGINE_DEV, _cluster_module
 
-DUP = "jobs:\n  - id: a\n  - id: a\n"
+DUP = "jobs:\n  - id: a\n  - id: a\ndefault_cmd: python3 run.py\n"  # runnable, but for the id
 
 
 def plant(campaign: Path) -> str:

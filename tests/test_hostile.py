@@ -18,7 +18,7 @@ import pytest
 from campaignops.core import files
 from tests.conftest import TODAY
 
-CLEAN_DEFECT = "jobs:\n  - id: ok\n  - id: ok\n"  # MAN002 at line 3
+CLEAN_DEFECT = "jobs:\n  - id: ok\n  - id: ok\ndefault_cmd: python3 run.py\n"  # MAN002 at line 3
 
 
 def cli(

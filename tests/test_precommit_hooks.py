@@ -45,7 +45,7 @@ TIMEOUT = 300  # a cold virtualenv build downloads from PyPI
 
 CRLF_SCRIPT = b"#!/usr/bin/env bash\r\nset -euo pipefail\r\necho prepare\r\n"
 LF_SCRIPT = CRLF_SCRIPT.replace(b"\r\n", b"\n")
-DUP_MANIFEST = "jobs:\n  - id: a\n  - id: b\n  - id: a\n"  # the second `a` is on line 4
+DUP_MANIFEST = "jobs:\n  - id: a\n  - id: b\n  - id: a\ndefault_cmd: python3 run.py\n"  # the second `a`: line 4
 FINDING = re.compile(r"^(?P<path>\S+?):(?P<line>\d+):(?P<col>\d+): (?P<id>[A-Z]+\d{3}) ", re.M)
 # Only stamp dates: a YYYY-MM not part of a longer date.
 STAMP_DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}(?![\d-])")

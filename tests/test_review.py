@@ -119,6 +119,7 @@ GPU_PAGE_CHARGING = """\
 charging:
   unit: gpu-hours
   per: gpu
+  allocation: 100000  # without a size, every submission here is refused (MAN018, budget)
   source: https://example.org/charging
   verified: 2026-10
 """

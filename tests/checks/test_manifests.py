@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 SEED_MANIFEST = """\
 project: dllm_distill
@@ -54,8 +55,19 @@ phases:
 """
 
 
-def write(campaign: Path, name: str, text: str) -> str:
+RUNS = "default_cmd: python run.py\n"
+
+
+def write(campaign: Path, name: str, text: str, *, runnable: bool = True) -> str:
+    """Write a manifest. ``runnable``: one that names no command gets a default_cmd at its end
+    (line numbers unchanged), so a test of another check sees no MAN016."""
     rel = f"manifests/{name}"
+    try:
+        mapping = isinstance(yaml.safe_load(text), dict)
+    except yaml.YAMLError:
+        mapping = False
+    if runnable and mapping and "cmd" not in text and "queue:" not in text:
+        text = (text if text.endswith("\n") else text + "\n") + RUNS
     (campaign / rel).write_text(text)
     return rel
 
@@ -69,18 +81,19 @@ def test_clean_fixture_is_silent(campaign: Path, run) -> None:  # type: ignore[n
     assert (result.code, result.ids()) == (0, [])
 
 
-def test_experiment_queue_phases_run_once_outputs_are_under_the_stage_root(
+def test_experiment_queue_phases_run_as_written_outputs_anywhere_in_the_campaign(
     campaign: Path, run
 ) -> None:  # type: ignore[no-untyped-def]
-    # As the seed writes them, a smoke's checkpoint would pass for production's: MAN014.
+    # The seed's phases write where its code writes (checkpoints/, figures/): an output counts
+    # for a task only if that task wrote it (backends/script.py), so no path is dictated.
     rel = write(campaign, "seed.yaml", SEED_PHASES)
     result = man(run, rel)
-    assert result.where() == [(rel, 7, "MAN014"), (rel, 16, "MAN014")]
-    assert "is not under ${CAMPAIGN_OUT}/, the stage's own output root" in result.out
-    # Under the stage's root the seed's phases (grids, output_check, depends_on) run as written.
-    rooted = SEED_PHASES.replace("output_check: ", "output_check: ${CAMPAIGN_OUT}/")
-    result = man(run, write(campaign, "seed.yaml", rooted))
     assert (result.code, result.ids()) == (0, [])
+    # A glob is checked literally, so the task would end output-missing: MAN014 at its line.
+    globbed = SEED_PHASES.replace("pcdistill_sw_N${N}_seed", "pcdistill_sw_N${N}_*_seed")
+    result = man(run, write(campaign, "seed.yaml", globbed))
+    assert result.where() == [(rel, 16, "MAN014")]
+    assert "holds '*', a glob" in result.out
 
 
 def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
@@ -118,8 +131,12 @@ def test_experiment_queue_keys_the_runner_does_not_run_are_each_reported(
     assert "every task runs from the campaign checkout" in str(by_line[3]["message"])
     assert by_line[13]["message"] == (
         "preconditions[0]: path 'checkpoints/transformer/pcc_softmax_L96_K500_N{N}_"
-        "wikitext103.pt' has {N}, a per-job placeholder: the runner checks preconditions as "
-        "written, once before each task"
+        "wikitext103.pt' reads 'N', which target 's200_N64_n50K' gives no value for (neither "
+        "a grid key nor an arg of it)"
+    )
+    # The one edit that makes it run: a name every target fills.
+    assert "n_hidden, n_train_subset, seed, subset_seed (e.g. {n_hidden})" in str(
+        by_line[13]["hint"]
     )
 
 
@@ -147,11 +164,47 @@ def test_on_an_ssh_backend_the_box_keys_are_run_and_not_reported(campaign: Path,
         page.replace("platform: local", "platform: gpu-box").replace("kind: local", "kind: ssh")
     )
     rel = write(campaign, "seed.yaml", SEED_MANIFEST.replace("cwd:", "backend: gpu-box\ncwd:", 1))
-    assert man(run, rel).where() == [
+    result = man(run, rel)
+    assert result.where() == [
         (rel, 3, "MAN012"),  # cwd: tasks run from the deployed commit, on a box too
-        (rel, 6, "MAN012"),  # ssh: the page lists the instances
+        (rel, 6, "MAN019"),  # ssh: names no instance of the page (it lists none)
         (rel, 13, "MAN013"),
     ]
+    # The exact edit: the box, as an instance of the page.
+    assert "add the box to backends/gpu-box.md's instances: - {name: SJTUServer5, host: " in (
+        str(result.json()["findings"][1]["hint"])
+    )
+
+
+def test_ssh_alias_an_ssh_page_lists_is_run_there_and_without_backend_one_edit(
+    campaign: Path, run
+) -> None:  # type: ignore[no-untyped-def]
+    policy = campaign / "campaign.yaml"
+    policy.write_text(policy.read_text().replace("[local, generic-slurm]", "[local, gpu-box]"))
+    page = (campaign / "backends/local.md").read_text()
+    box = "instances:\n  - {name: box1, host: SJTUServer5, workdir: /data/runs, gpus: [0, 1]}\n"
+    (campaign / "backends/gpu-box.md").write_text(
+        page.replace("platform: local", "platform: gpu-box")
+        .replace("kind: local", "kind: ssh")
+        .replace("---\n", "---\n" + box, 1)
+        if page.startswith("---\n")
+        else page
+    )
+    runnable = SEED_MANIFEST.replace("{N}", "{n_hidden}").replace(
+        "cwd: /home/user/dllm_experiments_torch\n", ""
+    )
+    rel = write(campaign, "seed.yaml", runnable.replace("conda:", "backend: gpu-box\nconda:", 1))
+    assert man(run, rel).where() == []  # ssh: SJTUServer5 is box1's host: it runs there
+    # No backend named: ONE finding at the first box key, with the one edit that runs them all.
+    rel = write(campaign, "seed.yaml", runnable)
+    result = man(run, rel)
+    assert result.where() == [(rel, 2, "MAN019")]
+    finding = result.json()["findings"][0]
+    assert finding["message"] == (
+        "conda, ssh, gpu_free_threshold_mib: run only by an ssh backend's executor, and this "
+        "manifest names no backend: the keys would be ignored"
+    )
+    assert str(finding["hint"]).startswith("add `backend: gpu-box`: ")
 
 
 @pytest.mark.parametrize(
@@ -240,7 +293,8 @@ def test_preconditions_the_script_cannot_check(campaign: Path, run) -> None:  # 
         "preconditions[1]: file_exists has no path",
         "preconditions[2]: path 'data/$(whoami)' uses '$' other than in ${NAME} (only "
         "environment references ${NAME} expand)",
-        "preconditions[3]: path 'data/${seed}' reads ${seed}, which is not an environment variable",
+        "preconditions[3]: path 'data/${seed}' reads 'seed', which target 'a' gives no value "
+        "for (neither a grid key nor an arg of it)",
     ]
     assert result.json()["findings"][0]["hint"] == (
         "use one of: checkpoint_exists, dir_exists, file_exists"
@@ -276,8 +330,9 @@ def test_outputs_the_script_cannot_check_inside_the_campaign(campaign: Path, run
         "output '/abs/s1.json' of target 's1' is absolute",  # once for the template's cells
     ]
     assert result.json()["findings"][0]["hint"] == (
-        "write it under the stage's own root, relative to the campaign: "
-        "${CAMPAIGN_OUT}/a/metrics.json (CAMPAIGN_OUT is runs/<stage>)"
+        "write the one path the task writes, relative to the campaign (grid placeholders such "
+        "as ${seed} fill in per cell), e.g. ${CAMPAIGN_OUT}/a/metrics.json (CAMPAIGN_OUT is "
+        "runs/<stage>)"
     )
 
 

@@ -428,6 +428,35 @@ def test_conda_activates_the_environment_before_the_script(box: Box) -> None:
     assert "env=trainer" in box.log("j", 0)
 
 
+FAKE_CONDA = 'conda() { [ "$1" = activate ] && export CONDA_DEFAULT_ENV="$2"; }\n'
+
+
+@pytest.mark.parametrize("form", ["root", "conda.sh", "program", "eval", "detected"])
+def test_conda_hook_in_each_of_the_seeds_forms(box: Box, form: str) -> None:
+    # The experiment-queue's conda_hook: a conda root, a conda.sh path, the conda program (a
+    # bare path, wrapped in its shell hook) or an `eval "$(... hook)"` string; none: the
+    # usual install roots.
+    root = box.tmp / "home" / "miniconda3"
+    (root / "etc/profile.d").mkdir(parents=True)
+    (root / "etc/profile.d/conda.sh").write_text(FAKE_CONDA)
+    program = root / "bin" / "conda"
+    program.parent.mkdir()
+    program.write_text(f"#!/bin/sh\ncat {root}/etc/profile.d/conda.sh\n")
+    program.chmod(0o755)
+    hook = {
+        "root": str(root),
+        "conda.sh": str(root / "etc/profile.d/conda.sh"),
+        "program": str(program),
+        "eval": f'eval "$({program} shell.bash hook)"',
+        "detected": None,
+    }[form]
+    box.job("j", {0: 'echo "env=$CONDA_DEFAULT_ENV"'}, conda={"hook": hook, "env": "trainer"})
+    box.env["HOME"] = str(box.tmp / "home")  # no conda on this PATH: detected under HOME
+    box.start("j")
+    assert box.finished("j")["state"] == "COMPLETED"
+    assert "env=trainer" in box.log("j", 0)
+
+
 def test_outputs_lists_each_finished_tasks_files_with_size_and_sha256(box: Box) -> None:
     box.job(
         "j", {0: "mkdir -p out/0 && printf abc > out/0/m.json", 1: HOLD},

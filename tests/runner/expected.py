@@ -32,7 +32,7 @@ campaign_precondition_failed() {
 }
 """
 # With outputs: before the traps, and after the wait.
-OUTPUT_INIT = "campaign_output=\n"
+OUTPUT_INIT = "campaign_output=\ncampaign_mark=\n"
 OUTPUT_CHECK = """\
 if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then
   if [ -d "$campaign_output" ]; then [ -n "$(ls -A -- "$campaign_output")" ]; else [ -s "$campaign_output" ]; fi || {
@@ -40,7 +40,20 @@ if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then
     campaign_status=97
   }
 fi
+if [ "$campaign_status" = 0 ] && [ -n "$campaign_mark" ] && [ "$campaign_output" -ot "$campaign_mark" ] && [ -z "$(find "$campaign_output" -newer "$campaign_mark" -print 2>/dev/null | head -n 1)" ]; then
+  echo "campaign: output-missing: $campaign_output (older than the task: not written by it)" >&2
+  campaign_status=97
+fi
+[ -z "$campaign_mark" ] || rm -f -- "$campaign_mark"
 """
+
+
+# A task whose output is outside ${CAMPAIGN_OUT}/ gets a mark just before it starts.
+MARK = '    campaign_mark="$(mktemp)"\n'
+
+
+def _staged(word: str | None) -> bool:
+    return word is not None and word.startswith('"${CAMPAIGN_OUT}"/')
 
 
 def case(*commands: str, outputs: Sequence[str | None] = ()) -> str:
@@ -49,6 +62,7 @@ def case(*commands: str, outputs: Sequence[str | None] = ()) -> str:
     branches = "".join(
         f"  {i})\n"
         + (f"    campaign_output={outputs[i]}\n" if outputs and outputs[i] is not None else "")
+        + (MARK if outputs and outputs[i] is not None and not _staged(outputs[i]) else "")
         + f"    ( {c}\n    ) &\n    ;;\n"
         for i, c in enumerate(commands)
     )

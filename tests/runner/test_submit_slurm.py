@@ -200,6 +200,8 @@ def test_authorized_refuses_an_unlisted_backend_and_a_partition_not_on_the_page(
     git(camp, "commit", "-qm", "a partition the page does not list")
     git(camp, "push", "-q")
     refused = run("submit", "manifests/big.yaml", "--stage", "smoke")
-    assert refused.code == 1 and "authorized" in refused.err and "gpu-huge" in refused.err
+    # The page decides it, so check says it first (MAN018, as `campaign check` does; exit 2
+    # like every MAN finding at submit); the authorized gate applies the same rule.
+    assert refused.code == 2 and "MAN018" in refused.err and "gpu-huge" in refused.err
     assert "backends/generic-slurm.md" in refused.err  # where to look, or to add it
     assert ledger.read(camp).jobs == ()

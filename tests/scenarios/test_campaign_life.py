@@ -264,7 +264,9 @@ def test_a_smoke_longer_than_smoke_max_minutes_is_refused(camp, run) -> None:  #
     life = Life(root=camp, backend="local", run=run)
     life.write("manifests/long.yaml", LONG_SMOKE.replace("SMOKE", "05:00:00"))
     refused = life.submit("manifests/long.yaml", "smoke")
-    assert refused.code == 1 and "smoke_first" in refused.err
+    # The files decide it, so check says it first (MAN018; smoke_first applies the same rule).
+    assert refused.code == 2 and "MAN018" in refused.err
+    assert run("check", "--select", "MAN", "manifests/long.yaml").code == 1
     # Both numbers: the smoke's limit and the policy's cap (campaign.yaml: 30 minutes).
     assert "300 min (18000 s), over stages.smoke_max_minutes 30" in refused.err
     assert life.jobs() == ()

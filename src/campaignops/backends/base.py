@@ -109,6 +109,10 @@ def _no_note(job: Job, target: str, page: Mapping[str, Any] | None) -> str | Non
     return None
 
 
+def _no_aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozenset[str]:
+    return frozenset()
+
+
 @dataclass(frozen=True)
 class Kind:
     """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
@@ -147,6 +151,9 @@ class Kind:
     watch_pause_s: float | None = None
     # STATUS.md: what to add after a cell's job id (where it ran, what it cost), or None.
     cell_note: Callable[[Job, str, Mapping[str, Any] | None], str | None] = _no_note
+    # The names a manifest's ``ssh:`` may give for one of its boxes (a page's instances' names
+    # and hosts), for a backend that runs on named boxes.
+    aliases: Callable[[Path, str, Mapping[str, Any] | None], frozenset[str]] = _no_aliases
 
 
 def calling(backend: Backend, call: Run) -> Run:

@@ -22,7 +22,13 @@ from types import MappingProxyType
 
 from campaignops.core.errors import UsageError
 from campaignops.model.jobspec import TASK_INDEX, Precondition
-from campaignops.model.taskfiles import PRECONDITION_TYPES, output_problem, path_problem, shell_word
+from campaignops.model.taskfiles import (
+    PRECONDITION_TYPES,
+    output_problem,
+    path_problem,
+    shell_word,
+    under_stage_root,
+)
 
 WARNING_SIGNAL = "USR1"
 PRECONDITION_EXIT = 96
@@ -44,17 +50,24 @@ def _output_word(index: int, output: str) -> str:
     return shell_word(output)
 
 
-def preconditions_check(preconditions: Sequence[Precondition]) -> list[str]:
+PRECONDITION_FAILED = [
+    "campaign_precondition_failed() {",
+    '  echo "campaign: precondition failed: $1 $2: $3" >&2',
+    f"  exit {PRECONDITION_EXIT}",
+    "}",
+]
+
+
+def preconditions_check(
+    preconditions: Sequence[Precondition], *, per_task: bool = False
+) -> list[str]:
     """Test each precondition before the task starts; the first that fails ends the job's task
-    with PRECONDITION_EXIT and one line naming the type, the path (expanded) and what is wrong."""
-    if not preconditions:
+    with PRECONDITION_EXIT and one line naming the type, the path (expanded) and what is wrong.
+    ``per_task``: the tests of one task's own preconditions (the function is defined once,
+    with the job-wide ones: see body)."""
+    if not preconditions and not per_task:
         return []
-    lines = [
-        "campaign_precondition_failed() {",
-        '  echo "campaign: precondition failed: $1 $2: $3" >&2',
-        f"  exit {PRECONDITION_EXIT}",
-        "}",
-    ]
+    lines = [] if per_task else list(PRECONDITION_FAILED)
     for pre in preconditions:
         kind = PRECONDITION_TYPES.get(pre.type)
         if kind is None:
@@ -76,7 +89,11 @@ def preconditions_check(preconditions: Sequence[Precondition]) -> list[str]:
     return lines
 
 
-def task_function(tasks: Sequence[str], outputs: Sequence[str | None] = ()) -> list[str]:
+def task_function(
+    tasks: Sequence[str],
+    outputs: Sequence[str | None] = (),
+    task_preconditions: Sequence[Sequence[Precondition]] = (),
+) -> list[str]:
     """Start the index's command in the background; ``$!`` is then the task's own process.
 
     ``( command` newline `) &``: bash runs a lone simple command in such a subshell by exec, so
@@ -85,17 +102,23 @@ def task_function(tasks: Sequence[str], outputs: Sequence[str | None] = ()) -> l
     sets ``campaign_output`` first (expanded before the task starts: an unset variable stops
     the script there, under ``set -u``).
     """
-    if outputs and len(outputs) != len(tasks):
-        raise UsageError(
-            message=f"{len(outputs)} output paths for {len(tasks)} tasks",
-            hint="give one output (or None) per task, in task order",
-        )
+    for name, given in (("output paths", outputs), ("precondition lists", task_preconditions)):
+        if given and len(given) != len(tasks):
+            raise UsageError(
+                message=f"{len(given)} {name} for {len(tasks)} tasks",
+                hint="give one per task (an output may be None), in task order",
+            )
     lines = [f'case "${TASK_INDEX}" in']
     for index, command in enumerate(tasks):
         output = outputs[index] if outputs else None
         lines.append(f"  {index})")
+        if task_preconditions:
+            own = preconditions_check(task_preconditions[index], per_task=True)
+            lines += [f"    {line}" for line in own]
         if output is not None:
             lines.append(f"    campaign_output={_output_word(index, output)}")
+            if not under_stage_root(output):
+                lines.append(f"    {OUTPUT_MARK}")
         lines += [f"    ( {command}", "    ) &", "    ;;"]
     lines += [
         "  *)",
@@ -107,9 +130,17 @@ def task_function(tasks: Sequence[str], outputs: Sequence[str | None] = ()) -> l
     return lines
 
 
+# Made just before a task whose output is outside ${CAMPAIGN_OUT}/ starts: an output older
+# than it was not written by this task (docs/decisions.md).
+OUTPUT_MARK = 'campaign_mark="$(mktemp)"'
+
+
 def output_check() -> list[str]:
     """After a task that exited 0: its output must be a non-empty file or a directory with an
-    entry, else the task ends with OUTPUT_MISSING_EXIT and says which path."""
+    entry, and, outside ${CAMPAIGN_OUT}/, written since the task started (not older than the
+    mark made before it: a file left by an earlier run or another stage is not this task's; a
+    directory counts when it or an entry in it is), else the task ends with
+    OUTPUT_MISSING_EXIT and says which path."""
     return [
         'if [ "$campaign_status" = 0 ] && [ -n "$campaign_output" ]; then',
         '  if [ -d "$campaign_output" ]; then [ -n "$(ls -A -- "$campaign_output")" ]; '
@@ -118,6 +149,14 @@ def output_check() -> list[str]:
         f"    campaign_status={OUTPUT_MISSING_EXIT}",
         "  }",
         "fi",
+        'if [ "$campaign_status" = 0 ] && [ -n "$campaign_mark" ] && '
+        '[ "$campaign_output" -ot "$campaign_mark" ] && '
+        '[ -z "$(find "$campaign_output" -newer "$campaign_mark" -print 2>/dev/null | head -n 1)" ]; then',
+        '  echo "campaign: output-missing: $campaign_output (older than the task: not written '
+        'by it)" >&2',
+        f"  campaign_status={OUTPUT_MISSING_EXIT}",
+        "fi",
+        '[ -z "$campaign_mark" ] || rm -f -- "$campaign_mark"',
     ]
 
 
@@ -128,6 +167,7 @@ def body(
     on_warned_failure: str | None = None,
     outputs: Sequence[str | None] = (),
     preconditions: Sequence[Precondition] = (),
+    task_preconditions: Sequence[Sequence[Precondition]] = (),
 ) -> list[str]:
     """Preconditions, traps, the task started in the background, the wait, the output check,
     the task's exit status.
@@ -141,9 +181,11 @@ def body(
     note = warned and on_warned_failure is not None
     mark = "campaign_warned=1; " if note else ""
     checked = any(o is not None for o in outputs)
+    per_task = any(task_preconditions)
     lines = [
         *preconditions_check(preconditions),
-        *(["campaign_output="] if checked else []),
+        *(PRECONDITION_FAILED if per_task and not preconditions else []),
+        *(["campaign_output=", "campaign_mark="] if checked else []),
         *(["campaign_warned=0"] if note else []),
         "campaign_woken=0",
         "campaign_pid=",
@@ -151,7 +193,7 @@ def body(
         f'kill -{WARNING_SIGNAL} "$campaign_pid" 2>/dev/null || true\' {WARNING_SIGNAL}',
         'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || '
         'kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM',
-        *task_function(tasks, outputs),
+        *task_function(tasks, outputs, task_preconditions if per_task else ()),
         "campaign_pid=$!",
         "while :; do",
         "  campaign_woken=0",

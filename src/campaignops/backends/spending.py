@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends import base as backend_base
-from campaignops.backends.charging import USD, Charge, Charging, amount, charging
+from campaignops.backends.charging import USD, Charge, Charging, amount, charging, job_charge
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage, ledger
 from campaignops.model import policy as policy_mod
+from campaignops.model.jobspec import Resources
 from campaignops.model.ledger import Job
 from campaignops.model.policy import Policy
 from campaignops.model.states import FINISHED
@@ -176,6 +177,34 @@ def cap_for(backend: str, model: Charging, policy: Policy) -> tuple[Cap | None, 
         return None, ALLOCATION_UNKNOWN
     source = f"{pct:g}% of the {amount(size, model.unit)} allocation ({where})"
     return Cap(model.unit, size * pct / 100, source, backend), None
+
+
+NO_TIME = "no time limit: the cost on {page} cannot be estimated"
+NO_TIME_FIX = "set resources.time in the manifest (or max_walltime on {page})"
+NO_ALLOCATION = "the allocation hpc_allocation_cap_percent is a share of is not known"
+NO_ALLOCATION_FIX = (
+    "set budgets.allocations.{backend} in campaign.yaml to the allocation's size in {unit} "
+    "(sbank or your site's portal shows it)"
+)
+
+
+def unpriced(
+    backend: str, page: Mapping[str, Any] | None, policy: Policy, res: Resources, time_s: int | None
+) -> tuple[str, str] | None:
+    """(why, what to do) where the budget gate must refuse whatever the ledger holds: a capped
+    backend with no time limit to price a job by, or an allocation share of an allocation whose
+    size neither campaign.yaml nor the page gives; else None. The files decide it, so
+    `campaign check` reports it too (MAN018)."""
+    model, charge = charging(page), job_charge(res, time_s, page)
+    if model is None or charge is None:
+        return None
+    cap, missing = cap_for(backend, model, policy)
+    page_rel = backendpage.path_of(backend)
+    if charge.time_s is None and (cap is not None or missing == ALLOCATION_UNKNOWN):
+        return NO_TIME.format(page=page_rel), NO_TIME_FIX.format(page=page_rel)
+    if missing == ALLOCATION_UNKNOWN:
+        return NO_ALLOCATION, NO_ALLOCATION_FIX.format(backend=backend, unit=model.unit)
+    return None
 
 
 def _share(total: float, cap: Cap) -> str:

@@ -4,16 +4,16 @@ keys the runner does not run (manifest_keys)."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from campaignops.backends import registry
+from campaignops.checks import manifest_runs
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import schema
-from campaignops.core.errors import CampaignError
 from campaignops.core.yamldoc import Locator
-from campaignops.model import backendpage, manifest, manifest_keys, queuefile
+from campaignops.model import manifest, manifest_keys, queuefile
+from campaignops.model import policy as policy_mod
 
 FAMILY = "MAN"
 SUMMARY = "manifests: schema, target ids, placeholders, phases, outputs, backends, keys not run"
@@ -93,49 +93,18 @@ CODES = code_table(
         message="{what} {value!r} {problem}",
         hint="{fix}",
     ),
+    *manifest_runs.CODES.values(),
 )
 
 ID_FIX = "change the id (for a grid: template.id or the grid values) to one word"
 OPTION_FIX = "each key becomes --key on the command line: rename it"
 
 
-def _pages(ctx: CheckContext) -> dict[str, Mapping[str, Any]]:
-    """The authorized backends' page front matter (pages that cannot be read are left out)."""
-    found: dict[str, Mapping[str, Any]] = {}
-    for name in ctx.policy.backends:
-        page = backendpage.path_of(name)
-        # A missing page is POLICY's finding; reading it here would report it a second time.
-        if not backendpage.is_name(name) or not ctx.reader.is_file(page):
-            continue
-        try:
-            found[name] = backendpage.front_matter(ctx.reader.read_text(page) or "", path=page)
-        except CampaignError:
-            continue  # the page's own check reports it
-    return found
-
-
-def box_backends(ctx: CheckContext) -> frozenset[str]:
-    """The authorized backends whose executor runs the experiment-queue keys a scheduler does
-    not (manifest_keys.BOX_KEYS) on every job: their Kind says so (``box_keys``: ssh boxes)."""
-    return frozenset(
-        n for n, p in _pages(ctx).items() if (kind := registry.kind_of(p)) and kind.box_keys
-    )
-
-
-def gpu_hosts(pages: Mapping[str, Mapping[str, Any] | None]) -> dict[str, bool]:
-    """The ``kind: local`` backends among ``pages``, each with whether its page lists
-    ``gpus:`` (manifest_keys.local_box: where a GPU list runs the box keys locally)."""
-    return {
-        name: manifest_keys.page_gpus(page) is not None
-        for name, page in pages.items()
-        if page is not None and page.get("kind") == "local"
-    }
-
-
 def check(ctx: CheckContext) -> Iterator[Finding]:
     authorized = set(ctx.policy.backends) if ctx.policy.found else None
-    boxes = box_backends(ctx) if ctx.policy.found else frozenset()
-    hosts = gpu_hosts(_pages(ctx)) if ctx.policy.found else {}
+    pages = manifest_runs.pages(ctx) if ctx.policy.found else {}
+    boxes = manifest_runs.box_backends(pages, ctx.root)
+    hosts = manifest_runs.gpu_hosts(pages)
     for rel, data, syntax in ctx.yamls("manifests"):
         if syntax is not None:
             yield CODES["MAN008"].at(rel, syntax.line, syntax.col, problem=syntax.problem)
@@ -143,7 +112,16 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         text = ctx.reader.read_text(rel) or ""
         loc = Locator(text)
         findings = list(
-            check_document(rel, data, loc, authorized=authorized, boxes=boxes, hosts=hosts)
+            check_document(
+                rel,
+                data,
+                loc,
+                authorized=authorized,
+                boxes=boxes,
+                hosts=hosts,
+                routes=manifest_runs.routes(ctx.policy, data, pages) if ctx.policy.found else (),
+                policy=ctx.policy if ctx.policy.found else None,
+            )
         )
         yield from findings
         queue = data.get("queue") if isinstance(data, Mapping) else None
@@ -160,11 +138,14 @@ def check_document(
     loc: Locator,
     *,
     authorized: set[str] | None,
-    boxes: frozenset[str] = frozenset(),
+    boxes: Mapping[str, frozenset[str]] | None = None,
     backend: str | None = None,
     hosts: Mapping[str, bool] | None = None,
+    routes: Sequence[manifest_runs.Route] = (),
+    policy: policy_mod.Policy | None = None,
 ) -> Iterator[Finding]:
-    """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one."""
+    """All MAN findings for one parsed manifest. Semantic checks run only on a schema-valid one.
+    ``routes``: where its stages go (the backends' pages), for what submit would refuse there."""
     errors = list(schema.validate(schema.MANIFEST, doc))
     for err in errors:
         line, col = loc.at(err.where, key=err.on_key)
@@ -183,16 +164,21 @@ def check_document(
     yield from _queue(rel, doc, loc)
     # ``backend``: where the job goes (submit's --backend); else the manifest's own.
     # ``hosts``: local backends, each with whether its page lists GPUs (gpu_hosts).
-    where, hosts = backend or doc.get("backend"), hosts or {}
+    where, hosts, boxes = backend or doc.get("backend"), hosts or {}, boxes or {}
     on_box = where in boxes or (
         where in hosts and manifest_keys.local_box(doc, page_lists_gpus=hosts[where])
     )
-    yield from _keys(rel, doc, loc, on_box=on_box)
+    # With an ssh backend authorized, the box keys are judged together (one edit: backend:).
+    skip = manifest_keys.SSH_KEYS if boxes else manifest_keys.BOX_KEYS if on_box else frozenset()
+    yield from _keys(rel, doc, loc, skip=skip)
+    if boxes:
+        yield from manifest_runs.box_keys(rel, doc, loc, where=where, boxes=boxes, on_box=on_box)
     yield from _arg_keys(rel, doc, loc)
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
         yield from _targets(rel, doc, loc)
+        yield from manifest_runs.check(rel, doc, loc, routes=routes, policy=policy)
 
 
 def _placeholders(rel: str, block: manifest.Block, loc: Locator) -> Iterator[Finding]:
@@ -285,10 +271,10 @@ def _arg_keys(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Findin
 
 
 def _keys(
-    rel: str, doc: Mapping[str, Any], loc: Locator, *, on_box: bool = False
+    rel: str, doc: Mapping[str, Any], loc: Locator, *, skip: frozenset[str] = frozenset()
 ) -> Iterator[Finding]:
     """Keys the runner does not run, preconditions it could not check, outputs it would ignore."""
-    for where, shown, why in manifest_keys.not_run(doc, on_box=on_box):
+    for where, shown, why in manifest_keys.not_run(doc, skip=skip):
         line, col = loc.at(where, key=True)
         yield CODES["MAN012"].at(
             rel, line, col, key=shown, what=why.what, when=why.when, fix=why.fix

@@ -29,12 +29,28 @@ def _rows(page: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return rows
 
 
-def _row(page: Mapping[str, Any] | None, name: str, qos: str | None) -> Mapping[str, Any] | None:
-    """The page's row for a partition (and QoS, where rows differ by QoS only)."""
+def row(page: Mapping[str, Any] | None, name: str, qos: str | None) -> Mapping[str, Any] | None:
+    """The page's row for a partition or queue (and QoS, where rows differ by QoS only)."""
     named = [r for r in _rows(page) if r.get("name") == name]
     exact = [r for r in named if qos is not None and r.get("qos") == qos]
     found = exact or named
     return found[0] if found else None
+
+
+def _slice_row(
+    page: Mapping[str, Any] | None, where: str | None, gpu_type: str
+) -> Mapping[str, Any] | None:
+    """The smoke row of partition ``where`` that offers ``gpu_type`` and says ``smoke_for``."""
+    return next(
+        (
+            r
+            for r in _rows(page)
+            if r.get("name") == where
+            and r.get("gpu_type") == gpu_type
+            and isinstance(r.get("smoke_for"), str)
+        ),
+        None,
+    )
 
 
 def _model(row: Mapping[str, Any] | None) -> str | None:
@@ -46,15 +62,20 @@ def of(resources: Resources, page: Mapping[str, Any] | None) -> str:
     """The class of a job asking for ``resources`` on the backend ``page`` describes."""
     if not resources.gpus:
         return CPU
-    if resources.gpu_type:
-        return f"{GPU}:{resources.gpu_type}"
     where = resources.partition or resources.queue
-    row = _row(page, where, resources.qos) if where else None
-    stands_for = row.get("smoke_for") if row else None
+    if resources.gpu_type:
+        # A GPU type of its own is its class, unless a smoke row of the partition offers that
+        # type as a stand-in (a MIG slice: Alpine's h200_2g.35gb on ah200).
+        found = _slice_row(page, where, resources.gpu_type)
+        if found is None:
+            return f"{GPU}:{resources.gpu_type}"
+    else:
+        found = row(page, where, resources.qos) if where else None
+    stands_for = found.get("smoke_for") if found else None
     if isinstance(stands_for, str):
         production = [
             r for r in _rows(page) if r.get("name") == stands_for and r.get("purpose") != "smoke"
         ]
-        row = production[0] if production else row
-    model = _model(row)
+        found = production[0] if production else found
+    model = _model(found)
     return f"{GPU}:{model}" if model else GPU

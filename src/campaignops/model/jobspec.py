@@ -58,12 +58,15 @@ class BoxSettings:
     gpus: tuple[int, ...] | None = None  # the manifest's GPU index list, one task per GPU
     gpu_free_threshold_mib: int | None = None  # a GPU is free below this memory.used
     conda: str | None = None  # the environment each task runs in
-    conda_hook: str | None = None  # the conda.sh to source first (else `conda shell.bash hook`)
+    conda_hook: str | None = None  # a conda root, conda.sh, the conda program or an eval string
     oom_attempts: int | None = None  # oom_retry.max_attempts (2 or more)
     oom_delay_s: float | None = None  # oom_retry.delay
     # One per task: its run length in the manifest's own unit (a line's or args' epochs, else
     # 1), how the ssh backend divides an array across its boxes (campaignops.model.splitting).
     costs: tuple[float, ...] | None = None
+    # The experiment-queue's ``ssh: ALIAS``: run only on the page's instance of that name (or
+    # host); the MAN checks refuse an alias the page does not list.
+    instance: str | None = None
 
     def record(self) -> dict[str, object]:
         """The settings that are set, as the ssh backend's script line carries them."""
@@ -99,6 +102,9 @@ class JobSpec:
     # once the task exited 0, relative to ``workdir``; ``${NAME}`` references expand.
     outputs: tuple[str | None, ...] = ()
     preconditions: tuple[Precondition, ...] = ()  # job-wide, checked before each task
+    # One per task (aligned with ``tasks``) or empty: preconditions whose paths held the task's
+    # own placeholders (``{N}``, ``${N}``), filled from its grid values and args at planning.
+    task_preconditions: tuple[tuple[Precondition, ...], ...] = ()
     box: BoxSettings = BoxSettings()  # what only an ssh backend's box executor runs
 
     @property

@@ -9,6 +9,7 @@ them into findings (MAN012, MAN013, MAN014).
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -17,12 +18,12 @@ from typing import Any
 
 from campaignops.model import manifest
 from campaignops.model.taskfiles import (
-    BRACE_PLACEHOLDER,
     ENV_REF,
     PRECONDITION_TYPES,
+    TASK_PLACEHOLDER,
+    fill_placeholders,
     output_problem,
     path_problem,
-    stage_root_problem,
 )
 
 Where = tuple[str | int, ...]
@@ -41,6 +42,8 @@ _NO_ISSUE = "no issue plans it yet"
 # Those the box executor runs are findings only where the manifest's backend is not an ssh one,
 # nor the local one running it with a GPU list (local_box).
 BOX_KEYS = frozenset({"conda", "conda_hook", "gpu_free_threshold_mib"})
+# ``ssh:`` names one instance of an ssh backend's page: run there only (checks/manifest_runs.py).
+SSH_KEYS = BOX_KEYS | {"ssh"}
 NOT_RUN: Mapping[str, NotRun] = MappingProxyType(
     {
         "cwd": NotRun(
@@ -135,12 +138,15 @@ def local_box(doc: Mapping[str, Any], *, page_lists_gpus: bool) -> bool:
     return any(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (gpus, asked))
 
 
-def not_run(doc: Mapping[str, Any], *, on_box: bool = False) -> Iterator[tuple[Where, str, NotRun]]:
-    """(where, the key as shown, why) for each key that asks for what the runner does not do
-    (``on_box``: the manifest's backend is an ssh one, whose executor runs BOX_KEYS)."""
+def not_run(
+    doc: Mapping[str, Any], *, skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[Where, str, NotRun]]:
+    """(where, the key as shown, why) for each key that asks for what the runner does not do,
+    but those in ``skip`` (BOX_KEYS where a box executor runs them; SSH_KEYS where the caller
+    judges them against the ssh backends)."""
     for key, why in NOT_RUN.items():
-        if on_box and key in BOX_KEYS:
-            continue
+        if key in skip:
+            continue  # run where the manifest goes, or judged there (manifest_runs.box_keys)
         if key in doc and not _asks_nothing(key, doc[key]):
             yield (key,), key, why
     for block in manifest.blocks(doc):
@@ -160,10 +166,14 @@ PRECONDITION_FIX = (
     "write it as {{type: checkpoint_exists, path: checkpoints/teacher.pt}}; types: {types}"
 )
 PLACEHOLDER_FIX = (
-    "write one literal path, or order the work with phases: depends_on starts a phase only "
-    "after the phase it names completed"
+    "use a name every target gives a value for: {keys} (e.g. {{{first}}}); the runner fills "
+    "${{name}} and {{name}} per task from its grid values and args"
 )
-ENV_FIX = "write the path literally, or read an environment variable as ${UPPER_CASE}"
+
+
+def task_values(target: manifest.Target) -> dict[str, Any]:
+    """What fills a precondition's placeholders for ``target``: its args, then its grid cell."""
+    return {**target.args, **target.cell}
 
 
 def precondition_problems(doc: Mapping[str, Any]) -> Iterator[tuple[Where, str, str]]:
@@ -185,19 +195,27 @@ def precondition_problems(doc: Mapping[str, Any]) -> Iterator[tuple[Where, str, 
         problem = path_problem(path)
         if problem is not None:
             yield at, f"path {path!r} {problem}", general
-        elif (brace := BRACE_PLACEHOLDER.search(path)) is not None:
-            yield (
-                at,
-                f"path {path!r} has {brace.group(0)}, a per-job placeholder: the runner checks "
-                "preconditions as written, once before each task",
-                PLACEHOLDER_FIX,
+        elif (unfilled := _unfilled(doc, path)) is not None:
+            yield at, *unfilled
+
+
+def _unfilled(doc: Mapping[str, Any], path: str) -> tuple[str, str] | None:
+    """(problem, fix) for the first target that gives no value for a placeholder of ``path``
+    (a grid key or an arg), or None."""
+    if not TASK_PLACEHOLDER.search(path):
+        return None
+    targets = list(itertools.islice(manifest.targets(doc), manifest.MAX_TARGETS))
+    for target in targets:
+        _, missing = fill_placeholders(path, task_values(target))
+        if missing:
+            shared = set.intersection(*(set(task_values(t)) for t in targets))
+            keys = ", ".join(sorted(shared)) or "(none: add a grid key or an arg to each)"
+            return (
+                f"path {path!r} reads {missing[0]!r}, which target {target.id!r} gives no "
+                "value for (neither a grid key nor an arg of it)",
+                PLACEHOLDER_FIX.format(keys=keys, first=min(shared) if shared else "seed"),
             )
-        elif (name := _not_env(path)) is not None:
-            yield (
-                at,
-                f"path {path!r} reads ${{{name}}}, which is not an environment variable",
-                ENV_FIX,
-            )
+    return None
 
 
 def _not_env(text: str) -> str | None:
@@ -208,22 +226,25 @@ def _not_env(text: str) -> str | None:
 
 
 OUTPUT_FIX = (
-    "write it under the stage's own root, relative to the campaign: "
-    "${{CAMPAIGN_OUT}}/{target}/metrics.json (CAMPAIGN_OUT is runs/<stage>)"
+    "write the one path the task writes, relative to the campaign (grid placeholders such as "
+    "${{seed}} fill in per cell), e.g. ${{CAMPAIGN_OUT}}/{target}/metrics.json "
+    "(CAMPAIGN_OUT is runs/<stage>)"
 )
 BOTH_FIX = "keep one of them: output (the experiment-queue's output_check means the same)"
 
 
 def output_problem_of(target: manifest.Target) -> str | None:
-    """What keeps the script from checking this target's output inside the campaign, or keeps
-    it from being the stage's own (under ${CAMPAIGN_OUT}), or None."""
+    """What keeps the script from checking this target's output inside the campaign, or None.
+    Where in the campaign it is written is the task's business: the script counts an output
+    only if it is not older than the task (backends/script.py output_check), which keeps a
+    stage's outputs its own (docs/decisions.md)."""
     if target.output is None:
         return None
     problem = output_problem(target.output)
     if problem is None and not target.cell and (name := _not_env(target.output)) is not None:
         # In a grid, an undefined lowercase name is MAN003's; in a job nothing fills it.
         problem = f"reads ${{{name}}}, which is neither a grid key nor an environment variable"
-    return problem or stage_root_problem(target.output)
+    return problem
 
 
 def both_outputs(doc: Mapping[str, Any]) -> Iterator[Where]:

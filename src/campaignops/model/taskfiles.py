@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-# The experiment-queue tool fills per-job {name} placeholders into precondition paths; the
-# runner checks preconditions once per job, as written.
+# The experiment-queue tool fills per-job {name} placeholders into precondition paths; so does
+# the runner, per task, from the task's grid values and args (fill_placeholders).
 BRACE_PLACEHOLDER = re.compile(r"(?<!\$)\{[A-Za-z_][A-Za-z0-9_]*\}")
+# Either form, ${name} or {name}: group 1 is the name.
+TASK_PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -51,6 +54,23 @@ PRECONDITION_TYPES: Mapping[str, PreconditionType] = MappingProxyType(
 )
 
 
+def fill_placeholders(text: str, values: Mapping[str, object]) -> tuple[str, tuple[str, ...]]:
+    """``text`` with each ``${name}`` and ``{name}`` a task's ``values`` (its grid values and
+    args) define replaced by the value, and the names nothing fills: a ``{name}``, or a
+    lowercase ``${name}`` (an ``${UPPER_CASE}`` one is left to the environment)."""
+    missing: list[str] = []
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name in values:
+            return str(values[name])
+        if not (m.group(0).startswith("$") and _ENV_NAME.match(name)):
+            missing.append(name)
+        return m.group(0)
+
+    return TASK_PLACEHOLDER.sub(one, text), tuple(dict.fromkeys(missing))
+
+
 def path_problem(text: str) -> str | None:
     """What keeps ``text`` from being a path the script checks, or None."""
     if not text.strip():
@@ -73,19 +93,26 @@ def output_problem(text: str) -> str | None:
         return "is absolute"
     if ".." in text.split("/"):
         return "leaves the campaign ('..')"
+    if (glob := GLOB.search(text)) is not None:
+        return (
+            f"holds {glob.group(0)!r}, a glob: the script checks one literal path, so the task "
+            "would end output-missing whatever file it wrote"
+        )
     return None
+
+
+# Characters a shell would expand as a pattern; an output path is checked literally.
+GLOB = re.compile(r"[*?\[]")
 
 
 STAGE_ROOT = "${CAMPAIGN_OUT}"
 
 
-def stage_root_problem(text: str) -> str | None:
-    """An output outside the stage's own root, or None. A smoke's finished output under a
-    shared path would make production "already complete" (run_one and resumable tasks skip a
-    cell they find done), so a manifest must write under ``${CAMPAIGN_OUT}``."""
-    if text.startswith(STAGE_ROOT + "/"):
-        return None
-    return f"is not under {STAGE_ROOT}/, the stage's own output root"
+def under_stage_root(text: str) -> bool:
+    """An output under the stage's own root (``${CAMPAIGN_OUT}/``): the stage's own by place,
+    so a task that finds it complete there (a wrapper's resume) may count it. Any other output
+    is the task's own only if written since it started (backends/script.py)."""
+    return text.startswith(STAGE_ROOT + "/")
 
 
 def shell_word(text: str) -> str:

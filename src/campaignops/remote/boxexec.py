@@ -39,6 +39,23 @@ from typing import Any
 FINISHED = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED")
 # A finished job is as bad as its worst task (campaignops.model.states.WORST_FIRST).
 WORST_FIRST = ("NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "FAILED")
+# Sets up conda's shell functions from the manifest's conda_hook ($1) in any of the
+# experiment-queue's forms: an `eval "$(... shell.bash hook)"` string, a conda root (its
+# etc/profile.d/conda.sh), the conda program itself (an executable not named *.sh), or a script
+# to source (conda.sh). With no
+# hook: the conda on PATH, else the first usual install root that has a conda.sh.
+CONDA_ROOTS = (
+    "~/miniconda3 ~/anaconda3 ~/miniforge3 ~/mambaforge /opt/conda /opt/miniconda3 /opt/anaconda3"
+)
+CONDA_SETUP = (
+    'case "$1" in eval\\ *) eval "$1" ;; '
+    '"") if command -v conda >/dev/null; then eval "$(conda shell.bash hook)"; else '
+    "for r in " + CONDA_ROOTS.replace("~", '"$HOME"') + "; do "
+    '[ -f "$r/etc/profile.d/conda.sh" ] && { . "$r/etc/profile.d/conda.sh"; break; }; done; fi ;; '
+    '*) if [ -d "$1" ]; then . "$1/etc/profile.d/conda.sh"; '
+    'elif [ -x "$1" ] && [ "${1%.sh}" = "$1" ]; then eval "$("$1" shell.bash hook)"; '
+    'else . "$1"; fi ;; esac'
+)
 REASONS = {96: "precondition", 97: "output-missing"}  # the rendered script's own exit codes
 NVSMI = (
     "nvidia-smi",
@@ -558,12 +575,9 @@ class Executor:
         script, conda = str(self.dir / "script.sh"), self.job.get("conda")
         if not conda:
             return ["bash", script]
-        if conda.get("hook"):
-            line = 'source "$1" && conda activate "$2" && exec bash "$3"'
-            return ["bash", "-c", line, "boxexec", str(conda["hook"]), str(conda["env"]), script]
-        # No hook named: the conda on the box's PATH sets up its own shell functions.
-        line = 'eval "$(conda shell.bash hook)" && conda activate "$1" && exec bash "$2"'
-        return ["bash", "-c", line, "boxexec", str(conda["env"]), script]
+        hook = str(conda.get("hook") or "")
+        line = CONDA_SETUP + ' && conda activate "$2" && exec bash "$3"'
+        return ["bash", "-c", line, "boxexec", hook, str(conda["env"]), script]
 
     def launch(self, key: str, gpu: int | None) -> None:
         t = self.tasks[key]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from campaignops.backends.charging import amount, charging, job_charge
-from campaignops.backends.spending import ALLOCATION_UNKNOWN, EPSILON, Cap, cap_for, spent
+from campaignops.backends.spending import EPSILON, Cap, cap_for, spent, unpriced
 from campaignops.model import backendpage
 from campaignops.model.jobspec import Resources
 from campaignops.model.ledger import Job
@@ -47,13 +47,11 @@ def budget(
         return Verdict(gate=GATE, passed=False, reason=why, hint=f"{hint}, {OVERRIDE_HINT}")
 
     cap, missing = cap_for(backend, model, policy)
+    blocked = unpriced(backend, page, policy, request.resources or Resources(), request.time_s)
     if charge.time_s is None:
-        if cap is None and missing != ALLOCATION_UNKNOWN:
+        if blocked is None:
             return _passed(f"no time limit: cost not estimated ({missing})")
-        return refuse(
-            f"no time limit: the cost on {page_rel} cannot be estimated",
-            f"set resources.time in the manifest (or max_walltime on {page_rel})",
-        )
+        return refuse(*blocked)
     cost = charge.rate * tasks * charge.time_s / 3600
     this = (
         f"this job {amount(cost, model.unit)} ({tasks} task(s) × "
@@ -62,12 +60,8 @@ def budget(
     if request.earlier_cost:
         this += f" + its submission's earlier phases {amount(request.earlier_cost, model.unit)}"
         cost += request.earlier_cost
-    if missing == ALLOCATION_UNKNOWN:
-        return refuse(
-            f"{this}; the allocation hpc_allocation_cap_percent is a share of is not known",
-            f"set budgets.allocations.{backend} in campaign.yaml to the allocation's size in "
-            f"{model.unit} (sbank or your site's portal shows it)",
-        )
+    if blocked is not None:  # the allocation's size is not known
+        return refuse(f"{this}; {blocked[0]}", blocked[1])
     if cap is None:
         return _passed(f"{this}; not capped: {missing}")
     return _against(cap, cost, this, unit=model.unit, jobs=jobs, refuse=refuse)

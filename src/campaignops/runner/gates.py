@@ -14,8 +14,8 @@ from typing import Any
 
 from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
-from campaignops.model import backendpage, ledger_index
-from campaignops.model.jobspec import JobState
+from campaignops.model import backendpage, ledger_index, pagefit
+from campaignops.model.jobspec import JobState, Resources
 from campaignops.model.ledger import Job
 from campaignops.model.ledger_index import Index
 from campaignops.model.ledger_index import signature_of as signature_of  # re-exported
@@ -49,16 +49,6 @@ class GateRefused(CampaignError):
         return {"gate": self.verdict.gate, "reason": self.verdict.reason}
 
 
-def _names(page: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key in ("partitions", "queues"):
-        entries = page.get(key)
-        for entry in entries if isinstance(entries, list) else ():
-            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-                out.append(entry["name"])
-    return out
-
-
 def authorized(
     backend: str,
     *,
@@ -66,9 +56,11 @@ def authorized(
     page: Mapping[str, Any] | None,
     partition: str | None = None,
     queue: str | None = None,
+    resources: Resources | None = None,
 ) -> Verdict:
-    """The backend is one the policy lists, and the partition or queue asked for is on its page
-    (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat)."""
+    """The backend is one the policy lists, the partition or queue asked for is on its page
+    (``partitions`` or ``queues``: PBS pages list queues in either; a name may repeat), and
+    ``resources`` fit its row (model/pagefit.py: time limit, node counts)."""
     gate = "authorized"
     page_path = backendpage.path_of(backend)
     if backend not in policy.backends:
@@ -85,16 +77,10 @@ def authorized(
             f"{page_path} is missing",
             f"copy backends/TEMPLATE.md to {page_path}, fill in its facts, and commit",
         )
-    names = _names(page)
-    for kind, asked in (("partition", partition), ("queue", queue)):
-        if asked is not None and asked not in names:
-            known = ", ".join(dict.fromkeys(names)) or "none listed"
-            return _refuse(
-                gate,
-                f"{kind} {asked!r} is not on {page_path} ({known})",
-                f"use one of them in the manifest's resources, or add {asked} to the page's "
-                "partitions (with its source and verified date) and commit",
-            )
+    asked = resources or Resources(partition=partition, queue=queue)
+    for misfit in pagefit.misfits(asked, page, page_path=page_path):
+        where = "" if misfit.key in pagefit.PLACES else f"resources.{misfit.key}: "
+        return _refuse(gate, where + misfit.problem, misfit.fix)
     asked_for = ", ".join(f"{k} {v}" for k, v in (("partition", partition), ("queue", queue)) if v)
     where = f"; {asked_for} listed" if asked_for else ""
     return _ok(gate, f"backend {backend} authorized{where}")
@@ -128,15 +114,9 @@ def smoke_first(
     its own task COMPLETED with exit 0; a smoke itself must fit stages.smoke_max_minutes."""
     gate = "smoke_first"
     if request.stage == "smoke":
-        limit, cap = request.time_s, request.smoke_max_minutes
-        if limit is not None and cap is not None and limit > cap * 60:
-            return _refuse(
-                gate,
-                f"the smoke's time limit is {limit // 60} min ({limit} s), over "
-                f"stages.smoke_max_minutes {cap} in campaign.yaml",
-                "cut the run length (smoke.args) and the smoke's time (smoke.resources.time) "
-                f"to fit {cap} minutes: a smoke is there to fail fast",
-            )
+        too_long = pagefit.smoke_too_long(request.time_s, request.smoke_max_minutes)
+        if too_long is not None:
+            return _refuse(gate, too_long.problem, too_long.fix)
         return _ok(gate, "a smoke needs no earlier smoke")
     if not require_smoke:
         return _ok(gate, "stages.require_smoke is false")
@@ -148,12 +128,27 @@ def smoke_first(
         return _ok(gate, "every target has a completed smoke of its current config")
     older = {t for t in missing if found.smoked(t, None) is not None}
     stale = f" (smokes of {_listed(older)} ran an older config)" if older else ""
+    if request.hardware_gap:
+        return _refuse(
+            gate,
+            f"no smoke can unlock {request.stage} for {_listed(missing)}: "
+            f"{request.hardware_gap}{stale}",
+            HARDWARE_HINT.format(page=backendpage.path_of(request.backend)),
+        )
     return _refuse(
         gate,
         f"no smoke of the current config COMPLETED with exit 0 for {_listed(missing)}{stale}",
         f"campaign submit {shlex.quote(request.manifest)} --targets {_quoted(missing)} "
         "--stage smoke; when campaign status --refresh shows it COMPLETED, submit again",
     )
+
+
+HARDWARE_HINT = (
+    "smoke on the production hardware (smoke.resources: its partition, gpu_type), or, where "
+    "the smoke's partition is a slice of the production one (a MIG slice, a debug QoS on the "
+    "same nodes), say so on the smoke row of {page}: smoke_for: <production partition>, with "
+    "the source that says so; then smoke again"
+)
 
 
 def job_name(campaign: str, target: str, stage: str) -> str:
@@ -398,6 +393,7 @@ def evaluate(
             page=page,
             partition=request.partition,
             queue=request.queue,
+            resources=request.resources,
         ),
         smoke_first(
             request,

@@ -129,3 +129,33 @@ def fingerprints(
         doc, [t for t in every if t.id in wanted], root, manifest_path=manifest_path
     )
     return fingerprint.fingerprints(doc, cells, configs=configs, hardware=hardware, files=files)
+
+
+HARDWARE_GAP = (
+    "the smoke asks for {smoke} on {smoke_backend}, {stage} for {now} on {backend}: a smoke "
+    "counts only for the hardware class it ran on"
+)
+
+
+def hardware_gaps(
+    doc: Mapping[str, Any],
+    groups: Mapping[str, str | None],
+    *,
+    stage: str,
+    going: tuple[str, Mapping[str, Any] | None],
+    smoke: tuple[str, Mapping[str, Any] | None],
+) -> dict[str, str]:
+    """For each planned group (its phase, or None) whose smoke (on the backend a smoke goes
+    to) asks for another hardware class than ``stage`` does (on ``going``): why no smoke can
+    unlock it (the smoke_first gate's refusal says so)."""
+    out: dict[str, str] = {}
+    if stage == "smoke":
+        return out
+    for group, phase in groups.items():
+        now = accelerator.of(plan.resources_for(doc, phase, stage), going[1])
+        then = accelerator.of(plan.resources_for(doc, phase, "smoke"), smoke[1])
+        if now != then:
+            out[group] = HARDWARE_GAP.format(
+                smoke=then, smoke_backend=smoke[0], stage=stage, now=now, backend=going[0]
+            )
+    return out

@@ -72,6 +72,7 @@ class Facts:
     unreachable: str | None
     fixes: Mapping[str, str]
     elsewhere: tuple[ledger.Job, ...] = ()  # other clones' unfinished local jobs (no_sibling)
+    hardware_gaps: Mapping[str, str] = dataclasses.field(default_factory=dict)  # per group
 
 
 def judged(
@@ -96,6 +97,7 @@ def judged(
             smoke_max_minutes=policy.smoke_max_minutes,
             resources=job.spec.resources,
             earlier_cost=earlier,
+            hardware_gap=facts.hardware_gaps.get(job.group),
         )
         earlier += (
             charging.estimate(job.spec.resources, len(job.targets), job.spec.time_s, page) or 0.0

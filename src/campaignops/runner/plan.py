@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import Any
@@ -29,9 +29,13 @@ from typing import Any
 from campaignops.core.errors import UsageError
 from campaignops.core.layout import stage_root
 from campaignops.model import manifest, walltime
-from campaignops.model.jobspec import BoxSettings, JobSpec, Precondition, Resources
+from campaignops.model.jobspec import BoxSettings, JobSpec, Precondition
+from campaignops.model.manifest_keys import task_values
 from campaignops.model.policy import Policy
 from campaignops.model.queuefile import Cell
+from campaignops.model.stageresources import gpu_pool as gpu_pool  # re-exported
+from campaignops.model.stageresources import resources_for as resources_for  # re-exported
+from campaignops.model.taskfiles import TASK_PLACEHOLDER, fill_placeholders
 from campaignops.runner import retry
 from campaignops.runner.gates import job_name
 
@@ -52,14 +56,6 @@ class PlannedJob:
     after_groups: tuple[str, ...] = ()  # the phases this one waits for (afterok), if any
 
 
-def _resources(*layers: Mapping[str, Any] | None) -> Resources:
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        merged.update(layer or {})
-    known = {f.name for f in fields(Resources)}
-    return Resources(**{k: v for k, v in merged.items() if k in known})
-
-
 def preconditions(doc: Mapping[str, Any]) -> tuple[Precondition, ...]:
     """The manifest's preconditions, checked in the rendered script before each task."""
     found = doc.get("preconditions")
@@ -71,28 +67,22 @@ def preconditions(doc: Mapping[str, Any]) -> tuple[Precondition, ...]:
     )
 
 
-def resources_for(doc: Mapping[str, Any], phase: str | None, stage: str) -> Resources:
-    """What a job of ``phase`` (None: the manifest's own targets) asks for at ``stage``: the
-    manifest's resources, then the phase's, then (a smoke) ``smoke.resources``."""
-    found = doc.get("smoke")
-    smoke: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    own = next(
-        (
-            p.get("resources")
-            for p in doc.get("phases") or ()
-            if isinstance(p, Mapping) and p.get("name") == phase
-        ),
-        None,
-    )
-    layers: list[Mapping[str, Any] | None] = [
-        doc.get("resources"),
-        own,
-        smoke.get("resources") if stage == "smoke" else None,
-    ]
-    if gpu_pool(doc) and not any(isinstance(x, Mapping) and "gpus" in x for x in layers):
-        # The experiment-queue's GPU list runs one task per GPU: each task asks for one.
-        layers.insert(0, {"gpus": 1})
-    return _resources(*layers)
+def _preconditions(doc: Mapping[str, Any], members: Sequence[manifest.Target]) -> dict[str, Any]:
+    """JobSpec's preconditions: job-wide as written, or, where a path holds a task's own
+    placeholders (``{N}``, ``${seed}``), one filled list per task (its grid values and args;
+    MAN013 reports a name a target does not fill)."""
+    found = preconditions(doc)
+    if not any(TASK_PLACEHOLDER.search(p.path) for p in found):
+        return {"preconditions": found}
+    return {
+        "task_preconditions": tuple(
+            tuple(
+                dataclasses.replace(p, path=fill_placeholders(p.path, task_values(t))[0])
+                for p in found
+            )
+            for t in members
+        )
+    }
 
 
 def box_settings(doc: Mapping[str, Any]) -> BoxSettings:
@@ -117,6 +107,7 @@ def box_settings(doc: Mapping[str, Any]) -> BoxSettings:
         else None,
         conda=text("conda"),
         conda_hook=text("conda_hook"),
+        instance=text("ssh"),
         oom_attempts=rule.max_attempts if rule else None,
         oom_delay_s=rule.delay_s if rule else None,
     )
@@ -133,15 +124,6 @@ def cost(args: Mapping[str, Any]) -> float:
         if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0
         else 1.0
     )
-
-
-def gpu_pool(doc: Mapping[str, Any]) -> int:
-    """How many GPUs the experiment-queue's top-level ``gpus`` names (a list of indices, or a
-    count): each task gets one, and no more tasks than that run at once."""
-    found = doc.get("gpus")
-    if isinstance(found, list):
-        return len(found)
-    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 0
 
 
 def max_parallel(doc: Mapping[str, Any], policy: Policy) -> int | None:
@@ -257,7 +239,7 @@ def _spec(
         requeue=policy.requeue,
         env=MappingProxyType({STAGE_VAR: stage, OUT_VAR: stage_root(stage)}),
         outputs=tuple(t.output for t in members) if any(t.output for t in members) else (),
-        preconditions=preconditions(doc),
+        **_preconditions(doc, members),
         box=dataclasses.replace(
             box_settings(doc),
             costs=tuple(cost({**t.args, **smoke_args}) for t in members),

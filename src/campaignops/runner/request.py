@@ -28,3 +28,5 @@ class Request:
     smoke_max_minutes: int | None = None  # stages.smoke_max_minutes
     resources: Resources | None = None  # what each task holds: the budget gate's estimate
     earlier_cost: float = 0.0  # the budget estimates of this submission's earlier phases
+    # Why no smoke can unlock this stage: its smoke asks for other hardware (inputs.hardware_gaps).
+    hardware_gap: str | None = None

@@ -20,6 +20,7 @@ from typing import Any
 
 from campaignops.backends import command as scheduler
 from campaignops.backends import registry as backends
+from campaignops.checks import manifest_runs as man_runs
 from campaignops.checks import manifests as man_checks
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError, InputError, UsageError
@@ -27,6 +28,7 @@ from campaignops.model import ledger
 from campaignops.model import ledger_writer as lw
 from campaignops.model import policy as policy_mod
 from campaignops.model.jobspec import JobState
+from campaignops.model.manifest import phases as manifest_phases
 from campaignops.model.manifest import targets as manifest_targets
 from campaignops.runner import dispatch, elsewhere, gates, gitfacts, inputs, judging, named, plan
 from campaignops.runner.recording import Warned, after_submission
@@ -156,7 +158,11 @@ def _checked_manifest(root: Path, ask: Ask, policy: policy_mod.Policy) -> tuple[
     # is not validated yet, so a backend it names that is no usable name is simply not a box.
     going_page = _page_if_named(root, policy, going)
     going_kind = backends.kind_of(going_page)
-    boxes = frozenset({going}) if going_kind is not None and going_kind.box_keys else frozenset()
+    boxes = (
+        {going: man_runs.aliases(root, going, going_page)}
+        if going_kind is not None and going_kind.box_keys
+        else {}
+    )
     problems = list(
         man_checks.check_document(
             ask.manifest,
@@ -165,7 +171,16 @@ def _checked_manifest(root: Path, ask: Ask, policy: policy_mod.Policy) -> tuple[
             authorized=set(policy.backends),
             boxes=boxes,
             backend=going,
-            hosts=man_checks.gpu_hosts({going: going_page}),
+            hosts=man_runs.gpu_hosts({going: going_page}),
+            routes=(
+                man_runs.Route(
+                    ask.stage,
+                    going,
+                    going_page,
+                    policy.smoke_max_minutes if ask.stage == "smoke" else None,
+                ),
+            ),
+            policy=policy,
         )
     )
     if problems:
@@ -251,6 +266,29 @@ def _files(
     return wrappers, paths
 
 
+def _hardware_gaps(
+    root: Path,
+    ask: Ask,
+    *,
+    doc: Any,
+    policy: policy_mod.Policy,
+    jobs: Sequence[plan.PlannedJob],
+    page: Mapping[str, Any] | None,
+) -> dict[str, str]:
+    """Each planned group whose smoke (where a smoke of this manifest goes) asks for another
+    hardware class than this stage: the smoke_first gate says no smoke can unlock it."""
+    if ask.stage == "smoke":
+        return {}
+    going = policy_mod.backend_for(policy, ask.stage, doc, asked=ask.backend)
+    smoke = policy_mod.backend_for(policy, "smoke", doc)
+    smoke_page = page if smoke == going else _page_if_named(root, policy, smoke)
+    phases = {p.name for p in manifest_phases(doc)}
+    groups = {j.group: (j.group if j.group in phases else None) for j in jobs}
+    return inputs.hardware_gaps(
+        doc, groups, stage=ask.stage, going=(going, page), smoke=(smoke, smoke_page)
+    )
+
+
 def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
     """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
     if ask.backend is not None:
@@ -295,6 +333,7 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
         unreachable=unreachable,
         fixes=judging.CatalogFixes(root),
         elsewhere=elsewhere.of(root, ledger.live(history)),
+        hardware_gaps=_hardware_gaps(root, ask, doc=doc, policy=policy, jobs=jobs, page=page),
     )
     return Preflight(
         root=root,

@@ -224,6 +224,7 @@ def render(spec: JobSpec, settings: PageSettings) -> str:
         on_warned_failure="campaign_requeue=1" if warned and spec.requeue else None,
         outputs=spec.outputs,
         preconditions=spec.preconditions,
+        task_preconditions=spec.task_preconditions,
     )
     if body[-1] != 'exit "$campaign_status"':  # script.body's last line, replaced by _ending
         raise CampaignError(message="runner.script.body no longer ends in its exit line")

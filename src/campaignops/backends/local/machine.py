@@ -151,6 +151,7 @@ def render(spec: JobSpec) -> str:
                 warned=spec.warning_seconds is not None,
                 outputs=spec.outputs,
                 preconditions=spec.preconditions,
+                task_preconditions=spec.task_preconditions,
             ),
             "",
         ]

@@ -190,6 +190,7 @@ def render(spec: JobSpec) -> str:
                 on_warned_failure=requeue,
                 outputs=spec.outputs,
                 preconditions=spec.preconditions,
+                task_preconditions=spec.task_preconditions,
             ),
             "",
         ]

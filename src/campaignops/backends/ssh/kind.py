@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Doubt, Kind
+from campaignops.core.errors import CampaignError
 from campaignops.model.ledger import Job
 
 NEVER_CONNECTED = ": campaign pull, status, cancel and release never connect to it"
@@ -64,6 +65,16 @@ def _doubts(root: Path) -> Iterator[Doubt]:
         )
 
 
+def _aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozenset[str]:
+    from campaignops.backends.ssh.instances import of_page
+
+    try:
+        found = of_page(root, name, page)
+    except CampaignError:
+        return frozenset()  # no instances: the page's own check says so
+    return frozenset(x for i in found for x in (i.name, i.host))
+
+
 KIND = Kind(
     name="ssh",
     serves=_serves,
@@ -74,4 +85,5 @@ KIND = Kind(
     query_warning=_warning,
     doubts=_doubts,
     cell_note=_cell_note,
+    aliases=_aliases,
 )

@@ -48,7 +48,7 @@ from campaignops.backends.ssh.backend import (
 from campaignops.backends.ssh.instances import Instance, of_page
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import CampaignError
-from campaignops.model import catalog, splitting
+from campaignops.model import backendpage, catalog, splitting
 from campaignops.model.jobspec import TASK_INDEX
 from campaignops.model.taskfiles import ENV_REF
 
@@ -57,6 +57,22 @@ GPU_FREE_THRESHOLD_MIB = 500
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def named_instance(
+    instances: Sequence[Instance], alias: object, backend: str
+) -> tuple[Instance, ...]:
+    """The instances a job runs on: all, or the one the manifest's ``ssh:`` names (by name,
+    else by host). The MAN checks refuse an alias no instance answers to; this is the last door."""
+    if not isinstance(alias, str):
+        return tuple(instances)
+    found = [i for i in instances if i.name == alias] or [i for i in instances if i.host == alias]
+    if not found:
+        raise SshBackendError(
+            message=f"ssh: {alias!r} is no instance of {backendpage.path_of(backend)}",
+            hint="name one of its instances in ssh:, or add the box to its instances",
+        )
+    return (found[0],)
 
 
 def deal(
@@ -303,8 +319,8 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     commit = words[1]
     campaign = d.name.split(".", 1)[0]
     page = backend_base.page(root, backend)  # read once: instances, then OOM patterns
-    instances = of_page(root, backend, page)
     settings = box_of(script)
+    instances = named_instance(of_page(root, backend, page), settings.get("instance"), backend)
     parents = _parents(root, backend, after)
     raw_costs = settings.get("costs")
     costs = [float(c) for c in raw_costs] if isinstance(raw_costs, list) else None
