@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import TextIO
 
 from campaignops.backends import advice
 from campaignops.cli import contract
-from campaignops.core import layout
-from campaignops.core.errors import UsageError
-
-
-def _root() -> Path:
-    root = layout.find_root(Path.cwd())
-    if root is None:
-        raise UsageError(
-            message=f"no {layout.POLICY_FILE} here or above",
-            hint="run campaign advise inside a campaign repository",
-        )
-    return root
+from campaignops.cli.jobs import campaign_root
 
 
 def text(found: advice.Advice) -> list[str]:
@@ -55,7 +43,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ask = advice.Ask(
         gpu=args.gpu, hours=args.hours, tasks=args.tasks, urgent=args.urgent, smoke=args.smoke
     )
-    found = advice.advise_campaign(root=_root(), ask=ask)
+    found = advice.advise_campaign(root=campaign_root(), ask=ask)
     if args.format == "json":
         contract.emit(out, "advise", dataclasses.asdict(found))
     else:
