@@ -29,7 +29,7 @@ def _rows(page: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return rows
 
 
-def _row(page: Mapping[str, Any] | None, name: str, qos: str | None) -> Mapping[str, Any] | None:
+def row(page: Mapping[str, Any] | None, name: str, qos: str | None) -> Mapping[str, Any] | None:
     """The page's row for a partition (and QoS, where rows differ by QoS only)."""
     named = [r for r in _rows(page) if r.get("name") == name]
     exact = [r for r in named if qos is not None and r.get("qos") == qos]
@@ -49,12 +49,12 @@ def of(resources: Resources, page: Mapping[str, Any] | None) -> str:
     if resources.gpu_type:
         return f"{GPU}:{resources.gpu_type}"
     where = resources.partition or resources.queue
-    row = _row(page, where, resources.qos) if where else None
-    stands_for = row.get("smoke_for") if row else None
+    found = row(page, where, resources.qos) if where else None
+    stands_for = found.get("smoke_for") if found else None
     if isinstance(stands_for, str):
         production = [
             r for r in _rows(page) if r.get("name") == stands_for and r.get("purpose") != "smoke"
         ]
-        row = production[0] if production else row
-    model = _model(row)
+        found = production[0] if production else found
+    model = _model(found)
     return f"{GPU}:{model}" if model else GPU

@@ -16,9 +16,9 @@ from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage
 from campaignops.model.jobspec import JobState
-from campaignops.model.ledger import Job
+from campaignops.model.ledger import Job, Task
 from campaignops.model.policy import Policy
-from campaignops.model.states import FINISHED
+from campaignops.model.states import FINISHED, STATE_CATEGORIES
 from campaignops.runner.budget import budget
 from campaignops.runner.committed import committed as committed  # re-exported
 from campaignops.runner.elsewhere import THERE
@@ -265,6 +265,15 @@ def signature_of(job: Job, target: str | None = None) -> str:
     return job.text("signature") or f"{job.state}:{'-' if code is None else code}"
 
 
+def counts_for_breaker(task: Task | None) -> bool:
+    """Whether an attempt says anything about its config: a finished task, neither CANCELLED
+    (a person stopped it) nor preempted (the scheduler took its node back)."""
+    if task is None or not task.finished or task.state == "CANCELLED":
+        return False
+    preempted = STATE_CATEGORIES["PREEMPTED"]
+    return STATE_CATEGORIES.get(task.state or "") != preempted and task.category != preempted
+
+
 def tripped_run(
     target: str, ordered: Sequence[Job], fingerprint: str | None
 ) -> tuple[str, tuple[Job, ...]] | None:
@@ -274,7 +283,7 @@ def tripped_run(
     attempts = []
     for job in ordered:
         task = job.task(target)
-        if task is None or not task.finished or task.state == "CANCELLED":
+        if task is None or not counts_for_breaker(task):
             continue
         if fingerprint is not None and job.target_fingerprint(target) != fingerprint:
             continue
@@ -298,7 +307,8 @@ def breaker(
     resubmitting the same crash burns allocation. Each attempt is the target's own task (a
     sibling's failure in the same array is not this target's); only attempts recorded with the
     target's current fingerprint count, so a fix (a new fingerprint) starts a new count.
-    CANCELLED attempts are skipped (a person stopped them; they say nothing about the config).
+    CANCELLED and preempted attempts are skipped (a person or the scheduler stopped them; they
+    say nothing about the config).
     ``fixes`` (catalog entry → fix) goes into the hint. ``request.override`` passes it, and
     the verdict carries the reason for the ledger."""
     gate = "breaker"

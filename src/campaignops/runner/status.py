@@ -243,7 +243,8 @@ def _retried_itself(root: Path, job: ledger.Job) -> bool:
 def _retry_oom(
     *, root: Path, now: Callable[[], dt.datetime], call: Call
 ) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-    """Submit the OUT_OF_MEMORY retries that are due (manifest oom_retry), through the same
+    """Submit the oom_retry retries that are due (runner/retry.py: a host or GPU OOM, a
+    preemption; a host OOM's with its memory raised), through the same
     gates as any submission. Returns what was submitted, how many wait for their delay, and
     what a gate refused (tried again at the next refresh)."""
     due, waiting = retry.pending(
@@ -264,7 +265,12 @@ def _retry_oom(
                     targets=entry.targets,
                     backend=entry.backend,
                 ),
-                retry=submit.Retry(attempt=entry.attempt, of=entry.of),
+                retry=submit.Retry(
+                    attempt=entry.attempt,
+                    of=entry.of,
+                    mem_factor=entry.mem_factor,
+                    had_mem=entry.had_mem,
+                ),
                 now=now,
                 call=call,
             )

@@ -28,7 +28,17 @@ from campaignops.model import ledger_writer as lw
 from campaignops.model import policy as policy_mod
 from campaignops.model.jobspec import JobState
 from campaignops.model.manifest import targets as manifest_targets
-from campaignops.runner import dispatch, elsewhere, gates, gitfacts, inputs, judging, named, plan
+from campaignops.runner import (
+    dispatch,
+    elsewhere,
+    gates,
+    gitfacts,
+    inputs,
+    judging,
+    named,
+    plan,
+    retry_mem,
+)
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
@@ -251,8 +261,11 @@ def _files(
     return wrappers, paths
 
 
-def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
-    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
+def preflight(
+    *, root: Path, ask: Ask, call: Call = scheduler.call, retry: Retry | None = None
+) -> Preflight | None:
+    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit. A
+    retry of a host OOM is planned with its raised memory (what the gates and the script see)."""
     if ask.backend is not None:
         backends.checked_name(ask.backend)  # before anything reads backends/{backend}.md
     policy = _read_policy(root, ask.manifest)
@@ -265,6 +278,8 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     jobs = _jobs(root, ask, doc=doc, policy=policy, cells=cells, history=history)
     if jobs is None:
         return None
+    if retry is not None and retry.mem_factor is not None:
+        jobs = retry_mem.raised(jobs, factor=retry.mem_factor, had=retry.had_mem, page=page)
     fps = inputs.fingerprints(
         doc=doc,
         cells=cells,
@@ -323,7 +338,7 @@ def submit(
 ) -> Outcome:
     """Preflight and execute under the campaign's submit lock (a dry run: the preflight only)."""
     with held(root, wait=not ask.dry_run):
-        pre = preflight(root=root, ask=ask, call=call)
+        pre = preflight(root=root, ask=ask, call=call, retry=retry)
         if pre is None:
             return Outcome(
                 backend=ask.backend or "",
