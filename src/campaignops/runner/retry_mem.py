@@ -8,7 +8,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from campaignops.runner import plan, retry
+from campaignops.runner import dispatch, plan, retry
+
+
+def for_retry(
+    jobs: Sequence[plan.PlannedJob], asked: dispatch.Retry | None, *, page: Mapping[str, Any] | None
+) -> list[plan.PlannedJob]:
+    """``jobs`` as a retry submits them: a host OOM's with its memory raised, others as planned."""
+    if asked is None or asked.mem_factor is None:
+        return list(jobs)
+    return raised(jobs, factor=asked.mem_factor, had=asked.had_mem, page=page)
 
 
 def raised(

@@ -261,11 +261,33 @@ def _files(
     return wrappers, paths
 
 
+def _fingerprints(
+    root: Path,
+    ask: Ask,
+    *,
+    doc: Any,
+    cells: Sequence[Any],
+    configs: Mapping[str, str],
+    page: Mapping[str, Any] | None,
+    jobs: Sequence[plan.PlannedJob],
+) -> dict[str, str]:
+    """Each planned target's fingerprint (what the smoke gate and the ledger compare)."""
+    return inputs.fingerprints(
+        doc=doc,
+        cells=cells,
+        configs=configs,
+        stage=ask.stage,
+        page=page,
+        root=root,
+        targets=[t for j in jobs for t in j.targets],
+        manifest_path=ask.manifest,
+    )
+
+
 def preflight(
     *, root: Path, ask: Ask, call: Call = scheduler.call, retry: Retry | None = None
 ) -> Preflight | None:
-    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit. A
-    retry of a host OOM is planned with its raised memory (what the gates and the script see)."""
+    """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
     if ask.backend is not None:
         backends.checked_name(ask.backend)  # before anything reads backends/{backend}.md
     policy = _read_policy(root, ask.manifest)
@@ -278,18 +300,8 @@ def preflight(
     jobs = _jobs(root, ask, doc=doc, policy=policy, cells=cells, history=history)
     if jobs is None:
         return None
-    if retry is not None and retry.mem_factor is not None:
-        jobs = retry_mem.raised(jobs, factor=retry.mem_factor, had=retry.had_mem, page=page)
-    fps = inputs.fingerprints(
-        doc=doc,
-        cells=cells,
-        configs=configs,
-        stage=ask.stage,
-        page=page,
-        root=root,
-        targets=[t for j in jobs for t in j.targets],
-        manifest_path=ask.manifest,
-    )
+    jobs = retry_mem.for_retry(jobs, retry, page=page)  # a host OOM's: its memory raised
+    fps = _fingerprints(root, ask, doc=doc, cells=cells, configs=configs, page=page, jobs=jobs)
     wrappers, paths = _files(
         root, ask, name=name, doc=doc, policy=policy, configs=configs, jobs=jobs
     )
