@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from typing import Any
 
 from campaignops.model import ledger
-from campaignops.model.jobspec import Resources
-from campaignops.runner import retry
+from campaignops.model.jobspec import JobSpec, Resources
+from campaignops.runner import dispatch, plan, retry, retry_mem
 
 T0 = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 MANIFEST = {"oom_retry": {"delay": 120, "max_attempts": 3}, "jobs": [{"id": "a"}, {"id": "b"}]}
@@ -124,10 +125,10 @@ def test_a_preemption_is_requeued_per_oom_retry() -> None:
 
 
 def test_a_host_oom_is_retried_with_the_policy_factor_of_the_memory_it_had() -> None:
-    oom = {**OOM, "req_mem": "100M"}
+    oom = {**OOM, "req_mem": "2Gc"}  # ReqMem may be per CPU: the manifest's mem is the base
     book = _ledger(_job("L1", ["a"], {"0": oom}, state="OUT_OF_MEMORY"))
     (due,), _ = _pending(book, T0)
-    assert (due.mem_factor, due.had_mem) == (1.5, "100M")  # the default factor, ReqMem
+    assert (due.mem_factor, due.had_mem) == (1.5, None)  # the default factor, as planned
     doc = {**MANIFEST, "oom_retry": {"max_attempts": 3, "memory_factor": 2}}
     assert _pending(book, T0, doc=doc)[0][0].mem_factor == 2.0
     # A retry's own recorded memory is what the next retry multiplies.
@@ -164,3 +165,25 @@ def test_policy_reads_memory_factor() -> None:
     for bad in (0.5, True, "2"):
         doc = {"oom_retry": {"max_attempts": 2, "memory_factor": bad}}
         assert retry.policy_of(doc) == retry.Policy(2, 0.0, 1.5)
+
+
+def test_a_retry_plans_the_raised_memory_capped_by_its_partition() -> None:
+    page = {"partitions": [{"name": "amilan", "mem_per_node": "240G"}]}
+
+    def planned(mem: str | None) -> plan.PlannedJob:
+        spec = JobSpec(name="c.a.production", workdir="/c", tasks=("true",))
+        spec = dataclasses.replace(spec, resources=Resources(partition="amilan", mem=mem))
+        return plan.PlannedJob(spec=spec, group="m", targets=("a",))
+
+    def mem(job: plan.PlannedJob, asked: dispatch.Retry | None) -> str | None:
+        (out,) = retry_mem.for_retry([job], asked, page=page)
+        return out.spec.resources.mem
+
+    host = dispatch.Retry(attempt=2, of=("L1",), mem_factor=1.5)
+    assert mem(planned("100G"), host) == "150G"
+    assert mem(planned("200G"), host) == "240G"  # 300G is over the partition's nodes
+    third = dispatch.Retry(attempt=3, of=("L2",), mem_factor=1.5, had_mem="150G")
+    assert mem(planned("100G"), third) == "225G"  # the second attempt's memory, raised again
+    assert mem(planned(None), host) is None  # nothing asked, nothing to multiply
+    gpu = dispatch.Retry(attempt=2, of=("L1",))
+    assert mem(planned("100G"), gpu) == "100G" and mem(planned("100G"), None) == "100G"

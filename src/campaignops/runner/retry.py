@@ -55,8 +55,8 @@ class Due:
     at: dt.datetime  # when the delay has passed for every target in it
     # A host OOM: the memory is multiplied by this (None: a GPU OOM or a preemption, same memory)
     mem_factor: float | None = None
-    # The memory the repeated attempt ran with, where the ledger says (its intent's resources,
-    # else the scheduler's ReqMem); None: the manifest's, as planned
+    # The memory the repeated attempt asked, where its intent records it (a retry's); None: the
+    # manifest's, as planned
     had_mem: str | None = None
 
 
@@ -94,11 +94,12 @@ def raised_mem(had: str | None, factor: float, cap: str | None = None) -> str | 
     return f"{mib // 1024}G" if mib % 1024 == 0 else f"{mib}M"
 
 
-def _had_mem(job: ledger.Job, task: ledger.Task) -> str | None:
-    """The memory ``task`` ran with: its submission's recorded (a raised retry), else ReqMem."""
+def _had_mem(job: ledger.Job) -> str | None:
+    """The memory ``job`` asked, where its intent records it (a retry's), else None. Not the
+    accounting's ReqMem: Slurm may write it per CPU (``2Gc``), and the manifest's is per job."""
     resources = job.record.get("resources")
     mem = resources.get("mem") if isinstance(resources, Mapping) else None
-    return mem if isinstance(mem, str) else task.req_mem
+    return mem if isinstance(mem, str) else None
 
 
 def policy_of(doc: Any) -> Policy | None:
@@ -163,7 +164,7 @@ def pending(
         ended = ledger.parse_time(task.ended) or ledger.parse_time(job.text("ended")) or now
         at = ended + dt.timedelta(seconds=rule.delay_s)
         factor = rule.memory_factor if why == HOST_OOM else None
-        had = _had_mem(job, task) if factor else None
+        had = _had_mem(job) if factor else None
         key = (where, stage, job.backend or "local", attempt + 1, factor, had)
         targets, of, last = groups.get(key, ([], set(), at))
         targets.append(target)
