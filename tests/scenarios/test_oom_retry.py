@@ -63,7 +63,7 @@ def test_an_oom_task_is_retried_after_its_delay_and_then_completes(camp, run) ->
     assert (camp / "runs/smoke/out.txt").read_text() == "done"
     # Nothing left to retry: the chain ended in a success.
     refreshed = life.run("status", "--refresh")
-    assert "retried after OUT_OF_MEMORY" not in refreshed.err and len(life.jobs()) == 2
+    assert "retried (oom_retry" not in refreshed.err and len(life.jobs()) == 2
 
 
 def test_retries_stop_at_max_attempts(camp, run) -> None:  # type: ignore[no-untyped-def]

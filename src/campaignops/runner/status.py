@@ -51,7 +51,7 @@ class Refresh:
     changed: tuple[str, ...]  # ledger ids with a new state record
     reconciled: tuple[str, ...]  # ledger ids whose lost or unknown result was found
     ruled_out: tuple[str, ...] = ()  # ledger ids the scheduler never queued
-    retried: tuple[str, ...] = ()  # OUT_OF_MEMORY retries submitted (oom_retry): job names
+    retried: tuple[str, ...] = ()  # oom_retry retries submitted: job names
     retry_waiting: int = 0  # retries whose delay has not passed yet
     retry_refused: tuple[str, ...] = ()  # retries a gate refused: what and why
     # Why a backend left tasks UNKNOWN (an unreachable box, an unusable answer), and an ssh
@@ -277,7 +277,10 @@ def _retry_oom(
         except CampaignError as exc:
             refused.append(f"{entry.manifest} {', '.join(entry.targets)}: {exc.message}")
             continue
-        submitted += [f"{s.name} ({s.job_id}, attempt {entry.attempt})" for s in outcome.submitted]
+        more = f", memory ×{entry.mem_factor:g}" if entry.mem_factor else ""
+        submitted += [
+            f"{s.name} ({s.job_id}, attempt {entry.attempt}{more})" for s in outcome.submitted
+        ]
     return tuple(submitted), len(waiting), tuple(refused)
 
 
