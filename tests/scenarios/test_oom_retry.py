@@ -79,10 +79,10 @@ def test_retries_stop_at_max_attempts(camp, run) -> None:  # type: ignore[no-unt
     assert len(life.jobs()) == 2 and "retried" not in refreshed.err  # the second was the last
 
 
-# A task that needs about 130 MiB resident: over a 100M limit, under the 150M a ×1.5 retry asks.
+# A task that needs about 130 MiB resident: over a 100M limit, under the 160M a ×1.6 retry asks.
 NEEDY = """\
 resources: {time: "00:05:00", mem: 100M}
-oom_retry: {delay: 1, max_attempts: 2}
+oom_retry: {delay: 1, max_attempts: 2, memory_factor: 1.6}
 jobs:
   - id: needy
     cmd: >-
@@ -116,10 +116,10 @@ def test_a_host_oom_is_retried_with_the_memory_raised_by_the_factor(camp, run) -
     assert first.state == "OUT_OF_MEMORY"
     _settled(life, jobs=2)
     again = life.jobs()[-1]
-    # The retry asked for 1.5 × 100M, in its script and in the ledger, and that was enough.
-    assert again.record["resources"] == {"mem": "150M"}
+    # The retry asked for 1.6 × 100M, in its script and in the ledger, and that was enough.
+    assert again.record["resources"] == {"mem": "160M"}
     script = (camp / ".campaign/jobs" / f"{again.ledger_id}.sh").read_text()
-    assert "--mem=150M" in script and "--mem=100M" not in script
+    assert "--mem=160M" in script and "--mem=100M" not in script
     assert (again.state, again.record["attempt"]) == ("COMPLETED", 2)
     assert again.record["retry_of"] == [first.ledger_id]
 
