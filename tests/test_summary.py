@@ -80,6 +80,13 @@ def test_oom_retries_spent_are_stuck_and_an_oom_then_success_is_oom_retried() ->
     gpu = {"diagnosis": {"entry": "cuda-oom", "category": "oom-gpu"}}
     fixed = _summary(_job(0, "a", "FAILED", **gpu), _job(5, "a", "COMPLETED"))
     assert _outcomes(fixed) == {"a": ("oom-retried", 2, None)}  # a GPU OOM, then a fix
+    # oom_retry retries a GPU OOM too: once its attempts are spent, the target is stuck.
+    gpu_spent = _summary(
+        _job(0, "a", "FAILED", **gpu), _job(5, "a", "FAILED", attempt=2, **gpu), policy=policy
+    )
+    assert _outcomes(gpu_spent) == {
+        "a": ("stuck", 2, "oom_retry: all 2 attempts ran out of memory")
+    }
 
 
 def test_running_cancelled_and_refused_submissions() -> None:

@@ -522,6 +522,19 @@ def test_breaker_skips_cancelled_and_unfinished_attempts() -> None:
     assert breaker(request("single", "u"), jobs=jobs(chain)).passed
 
 
+def test_breaker_never_counts_a_preemption() -> None:
+    # Three preemptions in a row say nothing about the config (the scheduler took the node).
+    preempted = [r for n in (1, 2, 3) for r in run(n, state="PREEMPTED", exit_code=None)]
+    assert breaker(request("single", "t"), jobs=jobs(preempted)).passed
+    # Nor does one between failures end their run: a, preempted, a, a is three a's in a row.
+    chain = [
+        *failures(["a", "a"]),
+        *run(5, state="PREEMPTED", exit_code=None),
+        *failures(["a"], start=7),
+    ]
+    assert not breaker(request("single", "t"), jobs=jobs(chain)).passed
+
+
 # ---------------------------------------------------------------------------- all of them
 
 

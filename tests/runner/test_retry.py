@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from typing import Any
 
 from campaignops.model import ledger
-from campaignops.runner import retry
+from campaignops.model.jobspec import JobSpec, Resources
+from campaignops.runner import dispatch, plan, retry, retry_mem
 
 T0 = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 MANIFEST = {"oom_retry": {"delay": 120, "max_attempts": 3}, "jobs": [{"id": "a"}, {"id": "b"}]}
@@ -95,3 +97,93 @@ def test_an_oom_on_a_box_that_retries_by_itself_is_final() -> None:
         [],
     )
     assert len(retry.pending(book.jobs, manifest=lambda rel: MANIFEST, now=T0)[0]) == 1
+
+
+GPU_OOM = {
+    "state": "FAILED",
+    "exit_code": 1,
+    "ended": "2026-11-21T09:58:00Z",
+    "diagnosis": {"entry": "cuda-oom", "category": "oom-gpu"},
+}
+PREEMPTED = {"state": "PREEMPTED", "exit_code": None, "ended": "2026-11-21T09:58:00Z"}
+
+
+def test_a_gpu_oom_diagnosed_from_the_log_is_retried_with_the_same_memory() -> None:
+    book = _ledger(_job("L1", ["a", "b"], {"0": GPU_OOM, "1": DONE}, state="FAILED"))
+    (due,), waiting = _pending(book, T0)
+    assert waiting == [] and (due.targets, due.attempt, due.of) == (("a",), 2, ("L1",))
+    assert due.mem_factor is None  # a GPU's memory is not the job's request
+    # Any other failure is not retried: the rule is the category the diagnosis recorded.
+    other = {**GPU_OOM, "diagnosis": {"entry": "python-error", "category": "code-bug"}}
+    assert _pending(_ledger(_job("L1", ["a"], {"0": other}, state="FAILED")), T0) == ([], [])
+
+
+def test_a_preemption_is_requeued_per_oom_retry() -> None:
+    book = _ledger(_job("L1", ["a"], {"0": PREEMPTED}, state="PREEMPTED"))
+    (due,), _ = _pending(book, T0)
+    assert (due.targets, due.attempt, due.mem_factor) == (("a",), 2, None)
+
+
+def test_a_host_oom_is_retried_with_the_policy_factor_of_the_memory_it_had() -> None:
+    oom = {**OOM, "req_mem": "2Gc"}  # ReqMem may be per CPU: the manifest's mem is the base
+    book = _ledger(_job("L1", ["a"], {"0": oom}, state="OUT_OF_MEMORY"))
+    (due,), _ = _pending(book, T0)
+    assert (due.mem_factor, due.had_mem) == (1.5, None)  # the default factor, as planned
+    doc = {**MANIFEST, "oom_retry": {"max_attempts": 3, "memory_factor": 2}}
+    assert _pending(book, T0, doc=doc)[0][0].mem_factor == 2.0
+    # A retry's own recorded memory is what the next retry multiplies.
+    again = _job("L2", ["a"], {"0": oom}, attempt=2, state="OUT_OF_MEMORY")
+    again[0]["resources"] = {"mem": "150M"}
+    (third,), _ = _pending(_ledger(_job("L1", ["a"], {"0": oom}, state="OUT_OF_MEMORY"), again), T0)
+    assert (third.attempt, third.had_mem) == (3, "150M")
+
+
+def test_raised_mem_multiplies_rounds_up_and_stops_at_the_cap() -> None:
+    assert retry.raised_mem("100M", 1.5) == "150M"
+    assert retry.raised_mem("4G", 1.5) == "6G"
+    assert retry.raised_mem("4000", 1.5) == "6000M"  # a bare number is MiB, as --mem reads it
+    assert retry.raised_mem("100M", 1.33) == "133M"
+    assert retry.raised_mem("64G", 1.5, "80G") == "80G"
+    assert retry.raised_mem("32G", 1.5, "80G") == "48G"
+    assert retry.raised_mem(None, 1.5) is None and retry.raised_mem("lots", 1.5) is None
+
+
+def test_mem_cap_is_the_partitions_or_queues_mem_per_node() -> None:
+    page = {
+        "partitions": [{"name": "amilan", "mem_per_node": "250G"}, {"name": "atesting"}],
+        "queues": [{"name": "workq", "mem_per_node": "500G"}],
+    }
+    assert retry.mem_cap(page, Resources(partition="amilan")) == "250G"
+    assert retry.mem_cap(page, Resources(queue="workq")) == "500G"
+    assert retry.mem_cap(page, Resources(partition="atesting")) is None
+    assert retry.mem_cap(page, Resources()) is None and retry.mem_cap(None, Resources()) is None
+
+
+def test_policy_reads_memory_factor() -> None:
+    doc = {"oom_retry": {"max_attempts": 2, "memory_factor": 2}}
+    assert retry.policy_of(doc) == retry.Policy(2, 0.0, 2.0)
+    for bad in (0.5, True, "2"):
+        doc = {"oom_retry": {"max_attempts": 2, "memory_factor": bad}}
+        assert retry.policy_of(doc) == retry.Policy(2, 0.0, 1.5)
+
+
+def test_a_retry_plans_the_raised_memory_capped_by_its_partition() -> None:
+    page = {"partitions": [{"name": "amilan", "mem_per_node": "240G"}]}
+
+    def planned(mem: str | None) -> plan.PlannedJob:
+        spec = JobSpec(name="c.a.production", workdir="/c", tasks=("true",))
+        spec = dataclasses.replace(spec, resources=Resources(partition="amilan", mem=mem))
+        return plan.PlannedJob(spec=spec, group="m", targets=("a",))
+
+    def mem(job: plan.PlannedJob, asked: dispatch.Retry | None) -> str | None:
+        (out,) = retry_mem.for_retry([job], asked, page=page)
+        return out.spec.resources.mem
+
+    host = dispatch.Retry(attempt=2, of=("L1",), mem_factor=1.5)
+    assert mem(planned("100G"), host) == "150G"
+    assert mem(planned("200G"), host) == "240G"  # 300G is over the partition's nodes
+    third = dispatch.Retry(attempt=3, of=("L2",), mem_factor=1.5, had_mem="150G")
+    assert mem(planned("100G"), third) == "225G"  # the second attempt's memory, raised again
+    assert mem(planned(None), host) is None  # nothing asked, nothing to multiply
+    gpu = dispatch.Retry(attempt=2, of=("L1",))
+    assert mem(planned("100G"), gpu) == "100G" and mem(planned("100G"), None) == "100G"

@@ -63,7 +63,7 @@ def test_an_oom_task_is_retried_after_its_delay_and_then_completes(camp, run) ->
     assert (camp / "runs/smoke/out.txt").read_text() == "done"
     # Nothing left to retry: the chain ended in a success.
     refreshed = life.run("status", "--refresh")
-    assert "retried after OUT_OF_MEMORY" not in refreshed.err and len(life.jobs()) == 2
+    assert "retried (oom_retry" not in refreshed.err and len(life.jobs()) == 2
 
 
 def test_retries_stop_at_max_attempts(camp, run) -> None:  # type: ignore[no-untyped-def]
@@ -77,3 +77,63 @@ def test_retries_stop_at_max_attempts(camp, run) -> None:  # type: ignore[no-unt
     time.sleep(1.5)  # past the delay: a third attempt would be due now, were one allowed
     refreshed = life.run("status", "--refresh")
     assert len(life.jobs()) == 2 and "retried" not in refreshed.err  # the second was the last
+
+
+# A task that needs about 130 MiB resident: over a 100M limit, under the 160M a ×1.6 retry asks.
+NEEDY = """\
+resources: {time: "00:05:00", mem: 100M}
+oom_retry: {delay: 1, max_attempts: 2, memory_factor: 1.6}
+jobs:
+  - id: needy
+    cmd: >-
+      mkdir -p "$CAMPAIGN_OUT" && python3 -c "import sys, time;
+      big = b'x' * (120 << 20); time.sleep(3); open(sys.argv[1], 'w').write('done')"
+      "$CAMPAIGN_OUT/needy.txt"
+    output: "${CAMPAIGN_OUT}/needy.txt"
+"""
+
+# A training run whose first attempt hits a CUDA out-of-memory and exits 1 (a FAILED task that
+# status --refresh diagnoses oom-gpu from its log); the retry finds the marker and completes.
+CUDA = """\
+resources: {time: "00:05:00"}
+oom_retry: {delay: 1, max_attempts: 2}
+jobs:
+  - id: cuda
+    cmd: >-
+      mkdir -p "$CAMPAIGN_OUT" && if [ -e "$CAMPAIGN_OUT/tried" ]; then echo done >
+      "$CAMPAIGN_OUT/cuda.txt"; else touch "$CAMPAIGN_OUT/tried"; echo "torch.OutOfMemoryError:
+      CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.77 GiB total capacity)" >&2;
+      exit 1; fi
+    output: "${CAMPAIGN_OUT}/cuda.txt"
+"""
+
+
+def test_a_host_oom_is_retried_with_the_memory_raised_by_the_factor(camp, run) -> None:  # type: ignore[no-untyped-def]
+    life = Life(root=camp, backend="local", run=run)
+    life.write("manifests/needy.yaml", NEEDY)
+    assert life.submit("manifests/needy.yaml", "smoke").code == 0
+    first = life.wait(life.jobs()[-1].ledger_id)
+    assert first.state == "OUT_OF_MEMORY"
+    _settled(life, jobs=2)
+    again = life.jobs()[-1]
+    # The retry asked for 1.6 × 100M, in its script and in the ledger, and that was enough.
+    assert again.record["resources"] == {"mem": "160M"}
+    script = (camp / ".campaign/jobs" / f"{again.ledger_id}.sh").read_text()
+    assert "--mem=160M" in script and "--mem=100M" not in script
+    assert (again.state, again.record["attempt"]) == ("COMPLETED", 2)
+    assert again.record["retry_of"] == [first.ledger_id]
+
+
+def test_a_cuda_oom_in_the_log_is_retried_on_plain_local(camp, run) -> None:  # type: ignore[no-untyped-def]
+    life = Life(root=camp, backend="local", run=run)
+    life.write("manifests/cuda.yaml", CUDA)
+    assert life.submit("manifests/cuda.yaml", "smoke").code == 0
+    first = life.wait(life.jobs()[-1].ledger_id)
+    task = first.task("cuda")
+    assert task is not None and (task.state, task.category) == ("FAILED", "oom-gpu")
+    _settled(life, jobs=2)
+    again = life.jobs()[-1]
+    assert (again.state, again.record["attempt"]) == ("COMPLETED", 2)
+    assert again.record["retry_of"] == [first.ledger_id]
+    assert "resources" not in again.record  # no mem asked: nothing to raise or record
+    assert (camp / "runs/smoke/cuda.txt").read_text().strip() == "done"

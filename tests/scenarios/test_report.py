@@ -2,8 +2,10 @@
 completed, a failed, an OOM-retried and a stuck task (issue 19, gap 3), on the local backend.
 
 The local executor enforces resources.mem (a task over it ends OUT_OF_MEMORY, as in
-test_oom_retry.py); a CUDA OOM message is the catalog's cuda-oom (test_diagnose.py); an error no
-catalog entry knows is the seed's failed_other, so the target is stuck.
+test_oom_retry.py); a CUDA OOM message is the catalog's cuda-oom (test_diagnose.py), which
+oom_retry retries like a host OOM, so a GPU OOM twice is stuck (its attempts spent); a missing
+module is a diagnosed failure (failed); an error no catalog entry knows is the seed's
+failed_other, so the target is stuck.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ jobs:
       python3 -c "import sys; sys.exit('torch.OutOfMemoryError: CUDA out of memory. Tried to
       allocate 2.00 GiB. GPU 0 has a total capacity of 15.77 GiB of which 1.02 GiB is free.')"
     output: "${CAMPAIGN_OUT}/gpu.txt"
+  - id: env
+    cmd: >-
+      python3 -c "import sys; sys.exit('ModuleNotFoundError: No module named llmflux')"
+    output: "${CAMPAIGN_OUT}/env.txt"
   - id: odd
     cmd: >-
       python3 -c "import sys; sys.exit('ValueError: shape (3, 4) vs (4, 5)')"
@@ -60,9 +66,11 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
     life = Life(root=camp, backend="local", run=run)
     life.write("manifests/mixed.yaml", MANIFEST)
     assert life.submit("manifests/mixed.yaml", "smoke").code == 0
-    _settled(life, jobs=2)
-    first, retry = life.jobs()
+    _settled(life, jobs=3)
+    first, *retries = life.jobs()
+    retry, gpu = sorted(retries, key=lambda j: j.targets != ("hungry",))
     assert retry.record["attempt"] == 2 and retry.targets == ("hungry",)
+    assert gpu.record["attempt"] == 2 and gpu.targets == ("gpu",)
 
     told = life.run("report", "--format", "json")
     assert told.code == 0, told.err
@@ -78,7 +86,7 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
         "completed": 1,
         "oom-retried": 1,
         "failed": 1,
-        "stuck": 1,
+        "stuck": 2,
         "cancelled": 0,
         "running": 0,
     }
@@ -92,14 +100,17 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
     assert {n: (t["outcome"], t["attempts"]) for n, t in by.items()} == {
         "fine": ("completed", 1),
         "hungry": ("oom-retried", 2),
-        "gpu": ("failed", 1),
+        "gpu": ("stuck", 2),
+        "env": ("failed", 1),
         "odd": ("stuck", 1),
     }
     # The diagnoses are those status --refresh recorded, and each row is its ledger task.
-    assert by["gpu"]["last"]["diagnosis"] == "oom-gpu (cuda-oom)" and by["gpu"]["stuck"] is None
+    assert by["gpu"]["last"]["diagnosis"] == "oom-gpu (cuda-oom)"
+    assert by["gpu"]["stuck"] == "oom_retry: all 2 attempts ran out of memory"
+    assert by["env"]["last"]["diagnosis"].startswith("environment") and by["env"]["stuck"] is None
     assert by["odd"]["last"]["diagnosis"] == "unknown"
     assert by["odd"]["stuck"].startswith("failed_other")
-    for target, job in (("fine", first), ("gpu", first), ("odd", first), ("hungry", retry)):
+    for target, job in (("fine", first), ("gpu", gpu), ("odd", first), ("hungry", retry)):
         task = job.task(target)
         assert task is not None
         last = by[target]["last"]
@@ -110,9 +121,9 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
         (1, "OUT_OF_MEMORY"),
         (2, "COMPLETED"),
     ]
-    assert len(group["attempts"]) == 5 and group["tasks"] == 4
+    assert len(group["attempts"]) == 7 and group["tasks"] == 5
     # Started, finished and wall-clock are the ledger's first submission and last end.
-    ends = [t.ended for j in (first, retry) for x in j.targets if (t := j.task(x)) and t.ended]
+    ends = [t.ended for j in (first, *retries) for x in j.targets if (t := j.task(x)) and t.ended]
     assert group["finished"] is not None and group["finished"][:19] == max(ends)[:19]
     assert group["wall_clock_s"] is not None and group["wall_clock_s"] > 0
     assert group["cost"] == []  # the local backend's page has no charging model
@@ -126,12 +137,12 @@ def test_report_matches_the_ledger(camp, run) -> None:  # type: ignore[no-untype
     written = life.run("report", "--write", "--format", "markdown")
     assert written.code == 0, written.err
     report = (camp / "reports/mixed-smoke.md").read_text(encoding="utf-8")
-    assert "**Tasks**: 1 completed, 1 OOM-retried then completed, 1 failed, 1 stuck" in report
+    assert "**Tasks**: 1 completed, 1 OOM-retried then completed, 1 failed, 2 stuck" in report
     assert "![Per task: queue wait and run time" in report and "(mixed-smoke.svg)" in report
     picture = (camp / "reports/mixed-smoke.svg").read_text(encoding="utf-8")
     assert (
-        picture.startswith("<svg ") and picture.count("✕") == 4
-    )  # the legend and three failed attempts
+        picture.startswith("<svg ") and picture.count("✕") == 6
+    )  # the legend and five failed attempts
     assert "- [mixed-smoke](reports/mixed-smoke.md)" in (camp / "STATUS.md").read_text()
     # Written once more from the same ledger: the same bytes; the views stay in sync.
     assert life.run("report", "--write").code == 0

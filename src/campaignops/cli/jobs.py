@@ -64,7 +64,9 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             + (f", {done.retry_waiting} OOM retry(s) waiting" if done.retry_waiting else "")
             + ("" if left is None else f", {left} job(s) unfinished")
         )
-        notes = [f"retried after OUT_OF_MEMORY (oom_retry): {name}" for name in done.retried]
+        notes = [
+            f"retried (oom_retry: out of memory or preempted): {name}" for name in done.retried
+        ]
         notes += [
             f"OUT_OF_MEMORY retry refused, tried again next refresh: {why}"
             for why in done.retry_refused

@@ -167,8 +167,10 @@ def _stuck(
     if tripped is not None:
         return f"breaker: {tripped[0]}, {gates.BREAKER_RUN} times in a row"
     spent = policy is not None and retry.attempt_of(job) >= policy.max_attempts
-    if task.state == retry.OOM and policy is not None and spent:
-        return f"oom_retry: all {policy.max_attempts} attempts ran out of memory"
+    why = retry.why_retried(task)  # what oom_retry retries: a host or GPU OOM, a preemption
+    if why is not None and policy is not None and spent:
+        ended = "were preempted" if why == retry.PREEMPTION else "ran out of memory"
+        return f"oom_retry: all {policy.max_attempts} attempts {ended}"
     if task.category is None:
         return "failed_other: no catalog entry explains the failure (campaign diagnose)"
     return None

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from campaignops.model.ledger_job import Job, succeeded
-from campaignops.model.states import FINISHED
+from campaignops.model.states import FINISHED, STATE_CATEGORIES
 
 # An attempt's outcome: its task still live (or not started), COMPLETED with exit 0, CANCELLED
 # (a person's decision: says nothing of the config), or any other end.
@@ -59,9 +59,19 @@ def attempt_of(job: Job, target: str) -> Attempt:
     elif succeeded(state, code):
         outcome = PASSED
     else:
-        outcome = CANCELLED if state == "CANCELLED" else FAILED
+        outcome = CANCELLED if state == "CANCELLED" or _preempted(job, target, state) else FAILED
     signature = signature_of(job, target) if outcome == FAILED else None
     return Attempt(job.ledger_id, job.stage, job.target_fingerprint(target), outcome, signature)
+
+
+def _preempted(job: Job, target: str, state: str | None) -> bool:
+    """A preemption (its state's category, or its diagnosis): like a cancel, it says nothing
+    about the config, so the breaker never counts it (issue 19, one retry rule)."""
+    preempted = STATE_CATEGORIES["PREEMPTED"]
+    if STATE_CATEGORIES.get(state or "") == preempted:
+        return True
+    task = job.task(target)
+    return task is not None and task.category == preempted
 
 
 Key = tuple[str, str | None]  # a target and its fingerprint in one job

@@ -80,6 +80,7 @@ def intent_record(
     attempt: int | None = None,
     retry_of: Sequence[str] | None = None,
     time_s: int | None = None,
+    resources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Written before the scheduler call: what is about to be submitted, from which commit.
     ``fingerprints`` (several targets) keeps each target's own, so a smoke counts per target;
@@ -106,6 +107,7 @@ def intent_record(
         retry_of=list(retry_of) if retry_of else None,
         charge=dict(charge) if charge else None,
         time_s=time_s,
+        resources=dict(resources) if resources else None,
     )
 
 

@@ -34,10 +34,13 @@ JOBS_DIR = ".campaign/jobs"
 
 @dataclass(frozen=True)
 class Retry:
-    """A resubmission of targets whose last attempt ran out of memory (manifest oom_retry)."""
+    """A resubmission of targets whose last attempt ran out of memory or was preempted
+    (manifest oom_retry; the rule is runner/retry.py's)."""
 
     attempt: int  # this submission's attempt number (the first submission is 1)
     of: tuple[str, ...]  # the ledger ids of the attempts it repeats
+    mem_factor: float | None = None  # a host OOM: the memory is multiplied by this
+    had_mem: str | None = None  # the memory the repeated attempt had (None: as planned)
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ def _intent(
         attempt=retry.attempt if retry else None,
         retry_of=list(retry.of) if retry else None,
         time_s=spec.time_s,
+        # A retry's memory, raised or not: the next retry multiplies what this one had.
+        resources={"mem": spec.resources.mem} if retry and spec.resources.mem else None,
     )
 
 

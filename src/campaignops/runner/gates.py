@@ -306,7 +306,8 @@ def breaker(
     resubmitting the same crash burns allocation. Each attempt is the target's own task (a
     sibling's failure in the same array is not this target's); only attempts recorded with the
     target's current fingerprint count, so a fix (a new fingerprint) starts a new count.
-    CANCELLED attempts are skipped (a person stopped them; they say nothing about the config).
+    CANCELLED and preempted attempts are skipped (a person or the scheduler stopped them; they
+    say nothing about the config).
     ``fixes`` (catalog entry → fix) goes into the hint. ``request.override`` passes it, and
     the verdict carries the reason for the ledger. The attempts come from the ledger's
     per-target index (``index``, else built from ``jobs``)."""

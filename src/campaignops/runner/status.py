@@ -51,7 +51,7 @@ class Refresh:
     changed: tuple[str, ...]  # ledger ids with a new state record
     reconciled: tuple[str, ...]  # ledger ids whose lost or unknown result was found
     ruled_out: tuple[str, ...] = ()  # ledger ids the scheduler never queued
-    retried: tuple[str, ...] = ()  # OUT_OF_MEMORY retries submitted (oom_retry): job names
+    retried: tuple[str, ...] = ()  # oom_retry retries submitted: job names
     retry_waiting: int = 0  # retries whose delay has not passed yet
     retry_refused: tuple[str, ...] = ()  # retries a gate refused: what and why
     # Why a backend left tasks UNKNOWN (an unreachable box, an unusable answer), and an ssh
@@ -244,7 +244,8 @@ def _retried_itself(root: Path, job: ledger.Job) -> bool:
 def _retry_oom(
     *, root: Path, now: Callable[[], dt.datetime], call: Call
 ) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-    """Submit the OUT_OF_MEMORY retries that are due (manifest oom_retry), through the same
+    """Submit the oom_retry retries that are due (runner/retry.py: a host or GPU OOM, a
+    preemption; a host OOM's with its memory raised), through the same
     gates as any submission. Returns what was submitted, how many wait for their delay, and
     what a gate refused (tried again at the next refresh)."""
     due, waiting = retry.pending(
@@ -265,14 +266,22 @@ def _retry_oom(
                     targets=entry.targets,
                     backend=entry.backend,
                 ),
-                retry=submit.Retry(attempt=entry.attempt, of=entry.of),
+                retry=submit.Retry(
+                    attempt=entry.attempt,
+                    of=entry.of,
+                    mem_factor=entry.mem_factor,
+                    had_mem=entry.had_mem,
+                ),
                 now=now,
                 call=call,
             )
         except CampaignError as exc:
             refused.append(f"{entry.manifest} {', '.join(entry.targets)}: {exc.message}")
             continue
-        submitted += [f"{s.name} ({s.job_id}, attempt {entry.attempt})" for s in outcome.submitted]
+        more = f", memory ×{entry.mem_factor:g}" if entry.mem_factor else ""
+        submitted += [
+            f"{s.name} ({s.job_id}, attempt {entry.attempt}{more})" for s in outcome.submitted
+        ]
     return tuple(submitted), len(waiting), tuple(refused)
 
 

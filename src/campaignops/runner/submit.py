@@ -30,7 +30,17 @@ from campaignops.model import policy as policy_mod
 from campaignops.model.jobspec import JobState
 from campaignops.model.manifest import phases as manifest_phases
 from campaignops.model.manifest import targets as manifest_targets
-from campaignops.runner import dispatch, elsewhere, gates, gitfacts, inputs, judging, named, plan
+from campaignops.runner import (
+    dispatch,
+    elsewhere,
+    gates,
+    gitfacts,
+    inputs,
+    judging,
+    named,
+    plan,
+    retry_mem,
+)
 from campaignops.runner.recording import Warned, after_submission
 from campaignops.runner.submitlock import held
 
@@ -289,7 +299,32 @@ def _hardware_gaps(
     )
 
 
-def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight | None:
+def _fingerprints(
+    root: Path,
+    ask: Ask,
+    *,
+    doc: Any,
+    cells: Sequence[Any],
+    configs: Mapping[str, str],
+    page: Mapping[str, Any] | None,
+    jobs: Sequence[plan.PlannedJob],
+) -> dict[str, str]:
+    """Each planned target's fingerprint (what the smoke gate and the ledger compare)."""
+    return inputs.fingerprints(
+        doc=doc,
+        cells=cells,
+        configs=configs,
+        stage=ask.stage,
+        page=page,
+        root=root,
+        targets=[t for j in jobs for t in j.targets],
+        manifest_path=ask.manifest,
+    )
+
+
+def preflight(
+    *, root: Path, ask: Ask, call: Call = scheduler.call, retry: Retry | None = None
+) -> Preflight | None:
     """Plan the submission and judge it; None when ``failed`` finds nothing to resubmit."""
     if ask.backend is not None:
         backends.checked_name(ask.backend)  # before anything reads backends/{backend}.md
@@ -303,16 +338,8 @@ def preflight(*, root: Path, ask: Ask, call: Call = scheduler.call) -> Preflight
     jobs = _jobs(root, ask, doc=doc, policy=policy, cells=cells, history=history)
     if jobs is None:
         return None
-    fps = inputs.fingerprints(
-        doc=doc,
-        cells=cells,
-        configs=configs,
-        stage=ask.stage,
-        page=page,
-        root=root,
-        targets=[t for j in jobs for t in j.targets],
-        manifest_path=ask.manifest,
-    )
+    jobs = retry_mem.for_retry(jobs, retry, page=page)  # a host OOM's: its memory raised
+    fps = _fingerprints(root, ask, doc=doc, cells=cells, configs=configs, page=page, jobs=jobs)
     wrappers, paths = _files(
         root, ask, name=name, doc=doc, policy=policy, configs=configs, jobs=jobs
     )
@@ -362,7 +389,7 @@ def submit(
 ) -> Outcome:
     """Preflight and execute under the campaign's submit lock (a dry run: the preflight only)."""
     with held(root, wait=not ask.dry_run):
-        pre = preflight(root=root, ask=ask, call=call)
+        pre = preflight(root=root, ask=ask, call=call, retry=retry)
         if pre is None:
             return Outcome(
                 backend=ask.backend or "",
