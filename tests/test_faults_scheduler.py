@@ -191,12 +191,12 @@ HOSTILE_ANSWERS = {
     "squeue 5000-digit id": ("squeue", f"{'1' * 5000}|N/A|RUNNING|None|n|1|1|1:00|c\n"),
     "sacct 5000-digit exit": (
         "sacct",
-        f"4242|n|FAILED|{'1' * 5000}:0|1|1|1|00:01||1G|00:05:00|c\n",
+        f"4242|n|FAILED|{'1' * 5000}:0|1|1|1|00:01||1G|00:05:00|1|00:00:01||c\n",
     ),
     "sacct dotted MaxRSS": (
         "sacct",
-        "4242|n|COMPLETED|0:0|1|1|1|00:01||1G|00:05:00|c\n"
-        "4242.batch|batch|COMPLETED|0:0|1|1|1|00:01|1..2K|1G|00:05:00|\n",
+        "4242|n|COMPLETED|0:0|1|1|1|00:01||1G|00:05:00|1|00:00:01||c\n"
+        "4242.batch|batch|COMPLETED|0:0|1|1|1|00:01|1..2K|1G|00:05:00|1|00:00:01||\n",
     ),
 }
 

@@ -106,15 +106,18 @@ def _only(error: type[Exception], read: Callable[[], Any]) -> Any:
 @given(sacct_out=SACCT | ANY_TEXT, squeue_out=SQUEUE | ANY_TEXT)
 @example(sacct_out="", squeue_out="4242|²|RUNNING|None|n|1|1|1:00|c")
 @example(
-    sacct_out="4242|n|COMPLETED|0:0|1|1|1|00:01||1G|00:05:00|c\n4242.batch|batch|COMPLETED|0:0|1|1|1|00:01|1..2K|1G|00:05:00|",
+    sacct_out="4242|n|COMPLETED|0:0|1|1|1|00:01||1G|00:05:00|1|00:00:01||c\n4242.batch|batch|COMPLETED|0:0|1|1|1|00:01|1..2K|1G|00:05:00|1|00:00:01||",
     squeue_out="",
 )
 @example(sacct_out="", squeue_out="-x|N/A|RUNNING|None|n|1|1|1:00|c")
 @example(sacct_out="", squeue_out=f"{'1' * 5000}|{'1' * 5000}|RUNNING|None|n|1|1|1:00|c")
 @example(
-    sacct_out=f"4242_{'1' * 5000}|n|FAILED|{'1' * 5000}:0|1|1|1|00:01||1G|00:05:00|", squeue_out=""
+    sacct_out=f"4242_{'1' * 5000}|n|FAILED|{'1' * 5000}:0|1|1|1|00:01||1G|00:05:00|1|00:00:01||",
+    squeue_out="",
 )
-@example(sacct_out=f"4242|n|FAILED|0:0|1|1|1|{'1' * 5000}:00:00||1G|00:05:00|", squeue_out="")
+@example(
+    sacct_out=f"4242|n|FAILED|0:0|1|1|1|{'1' * 5000}:00:00||1G|00:05:00|1|00:00:01||", squeue_out=""
+)
 def test_sacct_and_squeue_answers_read_or_raise_slurm_output_error(
     sacct_out: str, squeue_out: str
 ) -> None:

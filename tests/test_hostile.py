@@ -106,7 +106,7 @@ def test_many_written_nodes_are_no_alias_bomb(campaign: Path, run) -> None:  # t
     write(campaign, "manifests/smoke.yaml", text + "x-data: [" + "0, " * 210_000 + "0]\n")
     r = run("check", "--format", "json", "manifests/smoke.yaml")
     assert (r.code, r.err) == (0, "")
-    assert r.json() == {"findings": [], "errors": []}
+    assert r.json() == {"schema": "campaignops/check/v1", "findings": [], "errors": []}
 
 
 @pytest.mark.parametrize("text", ["&a [*a]\n", "jobs: &a [*a]\n"])
@@ -200,7 +200,7 @@ def test_symlink_inside_campaign_is_fine(campaign: Path, run) -> None:  # type: 
     (campaign / "manifests/alias.yaml").symlink_to("smoke.yaml")
     r = run("check", "--format", "json")
     assert (r.code, r.err) == (0, "")
-    assert r.json() == {"findings": [], "errors": []}
+    assert r.json() == {"schema": "campaignops/check/v1", "findings": [], "errors": []}
 
 
 def test_symlink_loop_is_refused(campaign: Path) -> None:

@@ -221,7 +221,7 @@ def test_backend_page_not_utf8_is_exit_2_in_submit(demo: Path, run) -> None:  # 
 SACCT = (
     "#!/bin/bash\n"
     "printf '4242|life.x.smoke|COMPLETED|0:0|99999999999999|1700000000|1700000009|"
-    "00:00:09||1G|00:05:00|L20261124T060000Z-000000000001 c\\xff\\xfe\\n'\n"
+    "00:00:09||1G|00:05:00|1|00:00:01||L20261124T060000Z-000000000001 c\\xff\\xfe\\n'\n"
 )
 SQUEUE = "#!/bin/bash\nexit 0\n"  # slurmctld no longer holds the job: sacct alone answers
 
@@ -262,7 +262,7 @@ def test_scheduler_output_not_utf8_with_an_impossible_epoch(slurm_campaign: Path
 
 @pytest.mark.parametrize("epoch", ["99999999999999", "9" * 40, "²³", "-5"])
 def test_sacct_time_out_of_range_is_unknown(epoch: str) -> None:
-    row = f"7|n|COMPLETED|0:0|{epoch}|{epoch}|1700000009|00:00:09||1G|00:05:00|c\n"
+    row = f"7|n|COMPLETED|0:0|{epoch}|{epoch}|1700000009|00:00:09||1G|00:05:00|1|00:00:01||c\n"
     (state,) = sacct.parse_states([row, ""], zone=dt.timezone.utc).values()
     assert state.state == "COMPLETED"
     assert (state.submitted, state.started) == (None, None)
