@@ -206,8 +206,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gridengine: runs on the real single-node Grid Engine cell")
     config.addinivalue_line(
         "markers",
-        "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it with the Slurm "
-        "tests, in their own process",
+        "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone, after "
+        "the parallel part, in its own process",
     )
     config.addinivalue_line(
         "markers",
@@ -222,7 +222,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # service runs on one worker: that worker starts the service once, and no two workers make the
 # same sshd users or fight over one cluster. Tests that start no service spread over the rest.
 # The Slurm tests wait on the scheduler's own clocks (time limits, warning signals): dev/test.sh
-# runs them, and the `serial` ones, in one process of their own beside the parallel part.
+# runs them in one process of their own beside the parallel part, and the `serial` ones after it.
 SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh", "gridengine_cell": "gridengine"}
 MARKER_FIXTURES = {"slurm": "slurm_cluster", "ssh": "ssh_boxes", "gridengine": "gridengine_cell"}
 # Modules whose module-scoped fixture is costly go to one worker each, which then builds it

@@ -20,7 +20,7 @@ from tests.conftest import TODAY
 FORGED = "x\n::error::forged"
 STOP = "::stop-commands::tok"
 LEGACY = "y ##[error]legacy"
-DUP = "jobs:\n  - id: a\n  - id: a\n"
+DUP = "jobs:\n  - id: a\n  - id: a\ndefault_cmd: echo run\n"  # a command: the one finding is the duplicate
 
 
 def parse_v2(line: str) -> tuple[str, dict[str, str], str] | None:
