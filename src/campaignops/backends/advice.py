@@ -113,11 +113,12 @@ def _limit(entry: Mapping[str, Any]) -> int | None:
 
 def partition(page: Mapping[str, Any], purpose: str, ask: Ask) -> Mapping[str, Any] | None:
     """The page's first partition or queue of ``purpose`` that fits the job (see the module)."""
+    gpus_must_match = place(page) == CLUSTER  # a box's or this machine's rows list no GPUs
     for entry in _entries(page):
         has_gpus = bool(entry.get("gpus") or entry.get("gpu_type"))
-        limit = _limit(entry)
-        if entry.get("purpose") != purpose or (has_gpus != ask.gpu and place(page) == CLUSTER):
+        if entry.get("purpose") != purpose or (gpus_must_match and has_gpus != ask.gpu):
             continue
+        limit = _limit(entry)
         if limit is None or limit >= ask.hours * 3600:
             return entry
     return None

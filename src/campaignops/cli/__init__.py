@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(sub)
     # campaign mcp runs the other commands as `campaign` does: it is handed the parser and run
     # (campaignops.mcp imports no cli module: cli sits on top).
-    agents.register(sub, parser=build_parser, run=run)  # type: ignore[arg-type]
+    agents.register(sub, parser=build_parser, run=run)
     for name, command in contract.leaves(parser):
         command.set_defaults(command_name=name)
     return parser

@@ -69,7 +69,7 @@ def _mcp_handler(parser: Callable[[], argparse.ArgumentParser], run: Run) -> Cal
 
 
 def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: argparse._SubParsersAction[contract.Parser],
     *,
     parser: Callable[[], argparse.ArgumentParser],
     run: Run,
