@@ -32,7 +32,6 @@ from campaignops.views.render import diagnosis
 
 SCHEMA = "campaignops/report/v1"
 OUTCOMES = ("completed", "oom-retried", "failed", "stuck", "cancelled", "running")
-OOM_CATEGORIES = frozenset({"oom-host", "oom-gpu"})
 STAGE_ORDER = {stage: n for n, stage in enumerate(ledger.STAGES)}
 
 
@@ -187,7 +186,7 @@ def _outcome(
     if task is None or not task.finished:
         return base
     if task.succeeded:
-        oom = any(a.state == retry.OOM or _oom(j, a.target) for j, a in chain[:-1])
+        oom = any(_oom(j, a.target) for j, a in chain[:-1])
         return replace(base, outcome="oom-retried" if oom else "completed")
     if task.state == "CANCELLED":
         return replace(base, outcome="cancelled")
@@ -196,8 +195,9 @@ def _outcome(
 
 
 def _oom(job: Job, target: str) -> bool:
+    """Whether the target's task ran out of memory, by the retry rule's own reading."""
     task = job.task(target)
-    return task is not None and task.category in OOM_CATEGORIES
+    return task is not None and retry.why_retried(task) in (retry.HOST_OOM, retry.GPU_OOM)
 
 
 GroupKey = tuple[str, str | None, str]  # manifest, phase, stage

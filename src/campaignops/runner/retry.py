@@ -24,7 +24,7 @@ from typing import Any
 from campaignops.core.units import KIB
 from campaignops.learn.rightsizing import RAISE, size_kib
 from campaignops.model import accelerator, ledger
-from campaignops.model.catalog import GPU_OOM
+from campaignops.model.catalog import GPU_OOM as GPU_OOM  # re-exported: the retry rule's words
 from campaignops.model.jobspec import Resources
 from campaignops.model.states import STATE_CATEGORIES
 
