@@ -14,6 +14,7 @@ import pytest
 
 from campaignops.backends import advice
 from campaignops.backends.advice import Ask
+from campaignops.core.errors import UsageError
 
 CLUSTER = {
     "kind": "slurm",
@@ -126,6 +127,14 @@ def test_campaign_advise_through_the_cli(new_campaign: Callable[..., Path]) -> N
     urgent = advise("--gpu", "--hours", "6", "--urgent")
     assert urgent.returncode == 0, urgent.stderr
     assert "backend:   vast-ai (rented box)" in urgent.stdout
-    bad = advise("--hours", "0")
-    assert bad.returncode == 2
-    assert "--hours must be above 0" in bad.stderr and "Traceback" not in bad.stderr
+    for hours in ("0", "nan", "inf", "-1"):
+        bad = advise("--gpu", "--hours", hours)
+        assert bad.returncode == 2, (hours, bad.stderr)
+        assert "--hours must be above 0" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("hours", [0.0, -1.0, float("nan"), float("inf")])
+def test_hours_no_job_can_have_are_a_usage_error(hours: float) -> None:
+    # NaN and infinity reached the chain's arithmetic (question 5) as a traceback.
+    with pytest.raises(UsageError, match="--hours must be above 0"):
+        ask(Ask(gpu=True, hours=hours))

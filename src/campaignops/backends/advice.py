@@ -33,6 +33,7 @@ from campaignops.model import walltime
 from campaignops.model.jobspec import Resources
 
 HERE, CLUSTER, BOX = "this machine", "cluster", "rented box"
+MAX_HOURS = 100_000  # about eleven years: more is a typo, or NaN/infinity
 ENSEMBLE = 50  # tasks: from here a job is an ensemble (question 6)
 QUESTIONS = {
     1: "a CPU job under 30 minutes",
@@ -206,6 +207,12 @@ def advise(
     ask: Ask,
 ) -> Advice:
     """Walk the questions for ``ask`` over the authorized ``backends`` (failover order)."""
+    # NaN and infinity are floats argparse accepts: both end as a usage error, not a traceback.
+    if not 0 < ask.hours <= MAX_HOURS or ask.tasks < 1:
+        raise UsageError(
+            message=f"--hours must be above 0 and at most {MAX_HOURS:,}, and --tasks at least 1",
+            hint="e.g. campaign advise --gpu --hours 6 --tasks 1",
+        )
     places = {name: place(pages.get(name)) for name in backends}
     not_advised = {n: _why_not(pages.get(n)) for n, where in places.items() if where is None}
     q = question(ask)
@@ -257,11 +264,6 @@ def _advice(
 
 def advise_campaign(*, root: Path, ask: Ask) -> Advice:
     """``advise`` over the campaign at ``root``: its campaign.yaml and its backend pages."""
-    if ask.hours <= 0 or ask.tasks < 1:
-        raise UsageError(
-            message="--hours must be above 0 and --tasks at least 1",
-            hint="e.g. campaign advise --gpu --hours 6 --tasks 1",
-        )
     reader = FileReader(root)
     parsed = reader.read_yaml(layout.POLICY_FILE)
     if parsed is None:
