@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from campaignops.core import schema
 from campaignops.model import ledger
 from campaignops.model.jobspec import JobSpec, Resources
 from campaignops.runner import dispatch, plan, retry, retry_mem
@@ -162,7 +163,7 @@ def test_mem_cap_is_the_partitions_or_queues_mem_per_node() -> None:
 def test_policy_reads_memory_factor() -> None:
     doc = {"oom_retry": {"max_attempts": 2, "memory_factor": 2}}
     assert retry.policy_of(doc) == retry.Policy(2, 0.0, 2.0)
-    for bad in (0.5, True, "2"):
+    for bad in (0.5, True, "2", float("inf"), float("nan"), 101):  # .inf crashed math.ceil
         doc = {"oom_retry": {"max_attempts": 2, "memory_factor": bad}}
         assert retry.policy_of(doc) == retry.Policy(2, 0.0, 1.5)
 
@@ -187,3 +188,10 @@ def test_a_retry_plans_the_raised_memory_capped_by_its_partition() -> None:
     assert mem(planned(None), host) is None  # nothing asked, nothing to multiply
     gpu = dispatch.Retry(attempt=2, of=("L1",))
     assert mem(planned("100G"), gpu) == "100G" and mem(planned("100G"), None) == "100G"
+
+
+def test_the_manifest_schema_refuses_an_infinite_memory_factor() -> None:
+    # `memory_factor: .inf` passed campaign check, then crashed the retry at status --refresh.
+    doc = {"jobs": [{"id": "a", "cmd": "true"}], "oom_retry": {"memory_factor": float("inf")}}
+    found = list(schema.validate("manifest", doc))
+    assert [e.where for e in found] == [("oom_retry", "memory_factor")], found

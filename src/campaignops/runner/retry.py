@@ -30,6 +30,7 @@ from campaignops.model.states import STATE_CATEGORIES
 
 OOM = "OUT_OF_MEMORY"
 PREEMPTED = "PREEMPTED"
+MAX_FACTOR = 100  # oom_retry.memory_factor's most (the manifest schema's maximum)
 HOST_OOM = STATE_CATEGORIES[OOM]  # "oom-host"
 PREEMPTION = STATE_CATEGORIES[PREEMPTED]  # "preempted"
 
@@ -112,7 +113,8 @@ def policy_of(doc: Any) -> Policy | None:
         return None
     ok = isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay >= 0
     factor = found.get("memory_factor", RAISE)
-    good = isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor >= 1
+    number = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+    good = number and 1 <= factor <= MAX_FACTOR  # YAML's .inf and .nan are floats: neither
     return Policy(
         max_attempts=attempts,
         delay_s=float(delay) if ok else 0.0,
