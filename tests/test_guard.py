@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from campaignops.backends.registry import KINDS
 from campaignops.gitops import guard
 
 OUTPUT_SCHEMA = (
@@ -37,8 +38,9 @@ def test_each_recorded_hook_input_is_decided_right(
     run,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in guard.ALLOCATION_VARS:
-        monkeypatch.delenv(name, raising=False)
+    for names in guard.ALLOCATIONS.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
     done = _hook(run, monkeypatch, path.read_text(encoding="utf-8"), "--format", "hook")
     assert done.code == 0, done.err
     if path.name.startswith("allow-"):
@@ -82,3 +84,17 @@ def test_input_that_is_no_hook_json_is_bad_input_which_blocks_the_call(  # type:
     for text in ("not json", "[1, 2]", '{"tool_name": "Bash", "tool_input": {}}'):
         done = _hook(run, monkeypatch, text, "--format", "hook")
         assert done.code == 2 and "hint:" in done.err, (text, done.err)
+
+
+def test_the_guarded_scheduler_words_are_the_registered_backends_own() -> None:
+    """The guard names no scheduler: each backend under backends/ brings the commands that
+    submit and stop its jobs (issue 17: every scheduler word lives under backends/)."""
+    schedulers = [k for k in KINDS if k.name not in ("local", "ssh")]
+    assert schedulers and all(k.raw_submit and k.raw_cancel for k in schedulers)
+    for kind in schedulers:
+        for word in kind.raw_submit:
+            assert not guard.decide(f"{word} job.sh", env={}).allowed, word
+        for word in kind.raw_cancel:
+            assert not guard.decide(f"{word} 42", env={}).allowed, word
+    assert guard.decide("srun -n1 hostname", env={}).denied[0].rule == "srun-outside-allocation"
+    assert guard.decide("srun -n1 hostname", env={"SLURM_JOB_ID": "7"}).allowed

@@ -154,6 +154,12 @@ class Kind:
     # The names a manifest's ``ssh:`` may give for one of its boxes (a page's instances' names
     # and hosts), for a backend that runs on named boxes.
     aliases: Callable[[Path, str, Mapping[str, Any] | None], frozenset[str]] = _no_aliases
+    # campaign guard: the scheduler's own commands that submit or stop a job outside the gates and
+    # the ledger, and a command that asks for an allocation unless one of the named environment
+    # variables says it already runs inside one (Slurm's srun).
+    raw_submit: frozenset[str] = frozenset()
+    raw_cancel: frozenset[str] = frozenset()
+    allocation: tuple[str, tuple[str, ...]] | None = None
 
 
 def calling(backend: Backend, call: Run) -> Run:

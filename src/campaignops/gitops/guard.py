@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from campaignops.backends.registry import KINDS
 from campaignops.core.errors import UsageError
 from campaignops.gitops import shellwords
 from campaignops.gitops.shellwords import Simple
@@ -30,9 +31,12 @@ PUSH = "git pull --rebase, then git push (the ledger is append-only: its history
 ASK = "ask a person: an override passes a gate that refused for a reason, and a person decides that (they run campaign submit ... --override REASON themselves)"
 READ = "write the command so that its quoting closes and its nesting stays shallow"
 
-# The scheduler commands that submit or stop jobs outside the campaign's gates and ledger.
-RAW_SUBMIT = frozenset({"sbatch", "qsub"})
-RAW_CANCEL = frozenset({"scancel", "qdel"})
+# The scheduler commands that submit or stop jobs outside the campaign's gates and ledger: each
+# registered backend names its own (backends/base.py Kind), so a new scheduler brings its words.
+RAW_SUBMIT = frozenset().union(*(kind.raw_submit for kind in KINDS))
+RAW_CANCEL = frozenset().union(*(kind.raw_cancel for kind in KINDS))
+# A command that asks for an allocation → the variables that say it already runs inside one.
+ALLOCATIONS = dict(kind.allocation for kind in KINDS if kind.allocation)
 # Rented instances: the provider command's words that tear one down.
 TEARDOWN = {
     "vastai": frozenset({"destroy"}),
@@ -47,7 +51,6 @@ LAMBDA_TERMINATE = "instance-operations/terminate"
 HTTP_CLIENTS = frozenset({"curl", "wget", "http", "https", "xh"})
 # git's options before its subcommand that take a value as the next word.
 GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-ALLOCATION_VARS = ("SLURM_JOB_ID", "SLURM_JOBID")
 
 
 @dataclass(frozen=True)
@@ -119,9 +122,9 @@ def _rule(simple: Simple, env: Mapping[str, str]) -> tuple[str, str, str] | None
         return "raw-submit", f"{program} submits outside the six gates and the ledger", SUBMIT
     if program in RAW_CANCEL:
         return "raw-cancel", f"{program} stops a job the ledger then never hears of", CANCEL
-    if program == "srun" and not any(env.get(v) for v in ALLOCATION_VARS):
-        why = "srun outside an allocation asks the scheduler for one, outside the gates"
-        return "srun-outside-allocation", why, SUBMIT
+    if program in ALLOCATIONS and not any(env.get(v) for v in ALLOCATIONS[program]):
+        why = f"{program} outside an allocation asks the scheduler for one, outside the gates"
+        return f"{program}-outside-allocation", why, SUBMIT
     if program in TEARDOWN and TEARDOWN[program] & set(args):
         why = (
             f"{program} tears down a rented instance before campaign pull brought its results home"

@@ -36,4 +36,12 @@ def _job_of(job_id: str) -> str:
     return job_id.split(".", 1)[0]  # 12.3 → 12
 
 
-KIND = Kind(name="gridengine", serves=_serves, make=_make, task_ref=_task_ref, job_of=_job_of)
+KIND = Kind(
+    name="gridengine",
+    serves=_serves,
+    make=_make,
+    task_ref=_task_ref,
+    job_of=_job_of,
+    raw_submit=frozenset({"qsub"}),
+    raw_cancel=frozenset({"qdel"}),
+)

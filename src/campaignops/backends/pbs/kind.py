@@ -54,4 +54,6 @@ KIND = Kind(
     verdict_category=_category,
     task_ref=_task_ref,
     job_of=_job_of,
+    raw_submit=frozenset({"qsub"}),
+    raw_cancel=frozenset({"qdel"}),
 )

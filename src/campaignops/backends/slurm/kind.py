@@ -42,4 +42,14 @@ def _make(root: Path, name: str) -> Backend:
     return backend  # the module is the backend: the same for every checkout
 
 
-KIND = Kind(name="slurm", serves=_serves, make=_make, verdict_category=_category, job_of=_job_of)
+KIND = Kind(
+    name="slurm",
+    serves=_serves,
+    make=_make,
+    verdict_category=_category,
+    job_of=_job_of,
+    raw_submit=frozenset({"sbatch"}),
+    raw_cancel=frozenset({"scancel"}),
+    # srun inside a job's allocation runs a step of it; outside one it asks for a new allocation.
+    allocation=("srun", ("SLURM_JOB_ID", "SLURM_JOBID")),
+)
