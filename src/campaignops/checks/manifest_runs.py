@@ -42,7 +42,7 @@ CODES = code_table(
         message="backend {backend!r} ({why}) is a {kind} page, which campaign submit has no "
         "runner for",
         hint="start such jobs by hand as {page} says, or set backend: to an authorized "
-        "backend the runner drives (a slurm, pbs, gridengine, ssh or local page)",
+        "backend the runner drives (its page one of: {runners})",
     ),
     Code(
         id="MAN019",
@@ -180,6 +180,7 @@ def _runners(
             why=why,
             kind=kinds[backend],
             page=backendpage.path_of(backend),
+            runners=", ".join(kind.name for kind in registry.KINDS),
         )
 
 
