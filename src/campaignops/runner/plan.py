@@ -37,7 +37,7 @@ from campaignops.model.stageresources import gpu_pool as gpu_pool  # re-exported
 from campaignops.model.stageresources import resources_for as resources_for  # re-exported
 from campaignops.model.taskfiles import TASK_PLACEHOLDER, fill_placeholders
 from campaignops.runner import retry
-from campaignops.runner.gates import job_name
+from campaignops.runner.sibling import job_name
 
 STAGES = ("smoke", "single", "production")
 # Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,
