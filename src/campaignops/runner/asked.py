@@ -17,11 +17,11 @@ from campaignops.checks import manifest_runs as man_runs
 from campaignops.checks import manifests as man_checks
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError, InputError, UsageError
-from campaignops.model import ledger
+from campaignops.model import ledger, named
 from campaignops.model import policy as policy_mod
 from campaignops.model.manifest import phases as manifest_phases
 from campaignops.model.manifest import targets as manifest_targets
-from campaignops.runner import gates, inputs, named, plan
+from campaignops.runner import gates, inputs, plan
 
 
 def read_yaml(root: Path, rel: str) -> tuple[str, Any]:
