@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 
-from campaignops.model import backendpage, ledger_index, pagefit
+from campaignops.model import backendpage, ledger_index, pagefit, smokes
 from campaignops.model.ledger import Job
 from campaignops.model.ledger_index import Index
 from campaignops.runner.request import Request
@@ -31,7 +31,9 @@ def smoked_targets(
     follows the targets asked about, not the jobs in the history.
     """
     found = ledger_index.of(jobs, index)
-    return frozenset(t for t, fp in fingerprints.items() if found.smoked(t, fp) is not None)
+    return frozenset(
+        t for t, fp in fingerprints.items() if smokes.standing(found, t, fp) == smokes.CURRENT
+    )
 
 
 def smoke_first(
@@ -53,12 +55,12 @@ def smoke_first(
     if not require_smoke:
         return _ok(gate, "stages.require_smoke is false")
     found = ledger_index.of(jobs, index)
-    asked = {t: fingerprints[t] for t in request.targets if t in fingerprints}
-    done = smoked_targets(asked, jobs, found)
-    missing = [t for t in request.targets if t not in done]
+    # The one rule the stages view shows too (model/smokes.py): each target's own smoke.
+    stands = {t: smokes.standing(found, t, fingerprints.get(t)) for t in request.targets}
+    missing = [t for t in request.targets if stands[t] != smokes.CURRENT]
     if not missing:
         return _ok(gate, "every target has a completed smoke of its current config")
-    older = {t for t in missing if found.smoked(t, None) is not None}
+    older = {t for t in missing if stands[t] == smokes.OLDER}
     stale = f" (smokes of {_listed(older)} ran an older config)" if older else ""
     if request.hardware_gap:
         return _refuse(

@@ -18,7 +18,7 @@ from campaignops.core import layout, schema
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import InputError
 from campaignops.core.files import FileReader
-from campaignops.model import backendpage, blocks
+from campaignops.model import backendpage, blocks, ledger_index
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
@@ -172,8 +172,11 @@ def render_failures(src: Sources) -> str:
 
 
 def render_stages(src: Sources) -> str:
-    """Each target's latest job per stage (views/stages.py)."""
-    return stages.render(src.ledger(), src.page)
+    """Each target's latest job per stage (views/stages.py), a smoke of an older config so
+    marked."""
+    ledger = src.ledger()
+    known = ledger_index.of(ledger.jobs, ledger.index).targets()
+    return stages.render(ledger, src.page, stages.Now(src.reader, src.page, known))
 
 
 def render_jobs(
@@ -216,7 +219,12 @@ VIEWS: Mapping[str, View] = MappingProxyType(
         "failures": View(
             render_failures, f"{FAILURES_FILE} and {LOCAL_FAILURES_FILE}", "FAILURES.md"
         ),
-        "stages": View(render_stages, layout.LEDGER_FILE, "STATUS.md"),
+        "stages": View(
+            render_stages,
+            f"{layout.LEDGER_FILE} and what each smoked target is made of (its manifest, queue "
+            "file, configs and scripts)",
+            "STATUS.md",
+        ),
         "jobs": View(render_jobs, layout.LEDGER_FILE, "STATUS.md"),
         "budget": View(
             render_budget, f"{layout.POLICY_FILE}, backend pages, {layout.LEDGER_FILE}", "STATUS.md"
