@@ -221,8 +221,7 @@ VIEWS: Mapping[str, View] = MappingProxyType(
         ),
         "stages": View(
             render_stages,
-            f"{layout.LEDGER_FILE} and what each smoked target is made of (its manifest, queue "
-            "file, configs and scripts)",
+            f"{layout.LEDGER_FILE} and the smoked targets' manifests, queues, configs, scripts",
             "STATUS.md",
         ),
         "jobs": View(render_jobs, layout.LEDGER_FILE, "STATUS.md"),
