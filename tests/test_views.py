@@ -242,9 +242,11 @@ def test_stages_and_jobs_from_a_folded_ledger(campaign: Path, run) -> None:
         "\n"
         "| target | smoke | single | production |\n"
         "| --- | --- | --- | --- |\n"
-        "| lr0.01_s1 | COMPLETED (120) | — | RUNNING (4242 task 2) |\n"
+        # The smokes recorded a made-up fingerprint, not manifests/smoke.yaml's config now: by
+        # the smoke_first gate's rule (model/smokes.py) they ran an older config.
+        "| lr0.01_s1 | COMPLETED (older config) (120) | — | RUNNING (4242 task 2) |\n"
         "| lr0.01_s2 | — | — | RUNNING (4242 task 3) |\n"
-        "| lr0.1_s1 | COMPLETED (101) | intent only | RUNNING (4242 task 0) |\n"
+        "| lr0.1_s1 | COMPLETED (older config) (101) | intent only | RUNNING (4242 task 0) |\n"
         "| lr0.1_s2 | — | submit failed | RUNNING (4242 task 1) |\n"
         "\n"
     )

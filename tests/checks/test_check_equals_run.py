@@ -24,10 +24,15 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "campaignops"
 # Submit's path: the preflight, the planner, the gates and the renderers every backend shares.
 MODULES = (
     "runner/submit.py",
+    "runner/asked.py",
     "runner/plan.py",
     "runner/gates.py",
+    "runner/smoke.py",
+    "runner/sibling.py",
+    "runner/breaker.py",
     "runner/budget.py",
     "runner/inputs.py",
+    "model/makeup.py",
     "runner/committed.py",
     "backends/registry.py",
     "backends/script.py",
@@ -50,14 +55,14 @@ class Refusal:
 CMD = "default_cmd: python3 run.py\n"
 REFUSALS = (
     Refusal(
-        "runner/plan.py:command",
+        "model/makeup.py:command",
         "target 't' has no cmd and the manifest no default_cmd",
         "backend: local\ngrid: {seed: [1, 2]}\ntemplate: {id: 's${seed}'}\n",
         "MAN016",
         2,
     ),
     Refusal(
-        "runner/plan.py:command",
+        "model/makeup.py:command",
         "queue cell: smoke.args may only set epochs",
         "queue: queues/example.txt\ndefault_cmd: bash scripts/run_one.v1.sh\n"
         "smoke: {args: {lr: 1}}\n",
@@ -66,7 +71,7 @@ REFUSALS = (
         "smoke",
     ),
     Refusal(
-        "runner/plan.py:command",
+        "model/makeup.py:command",
         "args key is not an option name (the schema's pattern reports it first)",
         CMD + "backend: local\njobs: [{id: t, args: {'a b': 1}}]\n",
         "MAN001",
@@ -127,7 +132,7 @@ REFUSALS = (
         3,
     ),
     Refusal(
-        "runner/gates.py:smoke_first",
+        "runner/smoke.py:smoke_first",
         "the smoke's time limit is over stages.smoke_max_minutes",
         CMD + "backend: local\nsmoke: {resources: {time: '02:00:00'}}\njobs: [{id: t}]\n",
         "MAN018",
@@ -135,7 +140,7 @@ REFUSALS = (
         "smoke",
     ),
     Refusal(
-        "runner/inputs.py:queue_cells",
+        "model/makeup.py:queue_cells",
         "queue file not found",
         "queue: queues/none.txt\ndefault_cmd: bash scripts/run_one.v1.sh\n",
         "MAN011",
@@ -144,7 +149,7 @@ REFUSALS = (
         "queues/none.txt: no such file",
     ),
     Refusal(
-        "runner/submit.py:_checked_manifest",
+        "runner/asked.py:checked_manifest",
         "a key the runner does not run (submit refuses the manifest while it holds it)",
         CMD + "backend: local\nanalyze_on_complete: true\njobs: [{id: t}]\n",
         "MAN012",
@@ -152,14 +157,14 @@ REFUSALS = (
     ),
 )
 NOT_FROM_FILES = {
-    "runner/submit.py:_yaml": "the manifest the command names cannot be read (check: a problem)",
+    "runner/asked.py:read_yaml": "the manifest the command names cannot be read (check: a problem)",
     "runner/submit.py:_reach": "this machine cannot reach the backend's scheduler",
-    "runner/submit.py:_read_policy": "the command names a queue file where a manifest goes",
+    "runner/asked.py:read_policy": "the command names a queue file where a manifest goes",
     "runner/plan.py:_selected": "--targets names no target, or more than one at --stage single",
     "runner/plan.py:plan": "--stage names no stage",
-    "runner/gates.py:smoke_first": "no smoke of the current config COMPLETED (the ledger)",
-    "runner/gates.py:no_sibling": "a task of the target is queued or running (the live queue)",
-    "runner/gates.py:breaker": "three same-signature failures in a row (the ledger)",
+    "runner/smoke.py:smoke_first": "no smoke of the current config COMPLETED (the ledger)",
+    "runner/sibling.py:no_sibling": "a task of the target is queued or running (the live queue)",
+    "runner/breaker.py:breaker": "three same-signature failures in a row (the ledger)",
     "runner/gates.py:require": "raises the first refusing gate's verdict: each gate is listed",
     "runner/budget.py:budget": "no time limit or no allocation size (not yet a check: left), "
     "the cost against the cap",

@@ -82,7 +82,8 @@ def test_a_ledger_append_puts_both_status_views_out_of_sync(campaign: Path, run)
         (*begin(status, "jobs"), "VIEW001"),
     ]
     assert {f["message"] for f in result.json()["findings"]} == {
-        "view 'stages' is out of sync with .campaign/ledger.jsonl",
+        "view 'stages' is out of sync with .campaign/ledger.jsonl and the smoked targets' "
+        "manifests, queues, configs, scripts",
         "view 'jobs' is out of sync with .campaign/ledger.jsonl",
     }
 

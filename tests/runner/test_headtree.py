@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaignops.runner.headtree import ROOT_KEY, head_blobs, outermost, reached
+from campaignops.model.headtree import ROOT_KEY, head_blobs, outermost, reached
 from tests.conftest import git
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.runner.named import files_named, reach, words
+from campaignops.model.named import files_named, reach, words
 
 FILES_BOTH = ("configs/example/wide.yaml", "scripts/train.py")
 

@@ -3,7 +3,7 @@ with no command (MAN016), a backend whose page has no runner (MAN017), a request
 page's row does not allow (MAN018: a time limit over its max_walltime, a node count outside
 its min_nodes..max_nodes).
 
-Each reads the same rule the runner applies (plan.command's, registry.for_page's,
+Each reads the same rule the runner applies (makeup.command's, registry.for_page's,
 model/pagefit.py's), so a manifest `campaign check` passes is one submit does not refuse for
 these reasons (tests/checks/test_check_equals_run.py lists the refusals).
 """

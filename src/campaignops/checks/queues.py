@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import gitrefs, layout
-from campaignops.core.files import FileReader
 from campaignops.model import queuefile, queueparts
+from campaignops.model.makeup import config_problem as config_problem  # re-exported
 
 FAMILY = "QUEUE"
 SUMMARY = "queue files: line format, config paths, unique cells, append-only"
@@ -34,18 +34,6 @@ CODES = code_table(
         hint="restore it (git checkout {base} -- {file}); add cells by appending lines, drop a cell by commenting its line out in place",
     ),
 )
-
-
-def config_problem(reader: FileReader, cfg: str) -> str | None:
-    """Why ``cfg`` cannot be run, or None. A symlink leaving the campaign counts as missing:
-    the wrapper on the compute host sees a checkout of the repository, not this machine."""
-    if not reader.exists(cfg):
-        return "does not exist"
-    if not reader.inside(cfg):
-        return "is a symlink that loops or leads outside the campaign"
-    if not (reader.root / cfg).is_file():
-        return "is not a file" if (reader.root / cfg).exists() else "is a dangling symlink"
-    return None
 
 
 def _format_and_configs(

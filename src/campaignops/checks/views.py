@@ -40,8 +40,19 @@ CODES = code_table(
     ),
 )
 
-# Kinds of file a view is rendered from.
-SOURCE_KINDS = (layout.POLICY, layout.BACKEND, layout.FAILURES, layout.LEDGER)
+# Kinds of file a view is rendered from: the stages view reads what each smoked target is made
+# of (a manifest, its queue file, the configs and scripts its command names: model/makeup.py).
+SOURCE_KINDS = (
+    layout.POLICY,
+    layout.BACKEND,
+    layout.FAILURES,
+    layout.LEDGER,
+    layout.MANIFEST,
+    layout.QUEUE,
+    layout.SCRIPT,
+    layout.WRAPPER,
+    layout.YAML,
+)
 
 
 def _markdown(ctx: CheckContext) -> tuple[str, ...]:

@@ -11,21 +11,25 @@ from typing import TextIO
 from campaignops.cli import contract
 from campaignops.cli.files import _date
 from campaignops.cli.jobs import aligned
-from campaignops.core import layout, safetext
+from campaignops.core import safetext
 from campaignops.gitops.upkeep import run as upkeep
+
+STAGE_HELP = "only this stage (default: every stage)"
+
+
+def _add_manifest(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--manifest", metavar="M", help="only this manifest, e.g. manifests/train.yaml"
+    )
 
 
 def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.cli.jobs import campaign_root
+    from campaignops.cli.jobs import campaign_root, manifest_in
     from campaignops.learn import resources as audit
     from campaignops.learn import rightsizing_render as render
 
     root = campaign_root()
-    manifest = None
-    if args.manifest is not None:
-        manifest = layout.root_relative(
-            args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
-        )
+    manifest = None if args.manifest is None else manifest_in(args.manifest, root)
     report = audit.resources(root=root, stage=args.stage, manifest_path=manifest)
     if args.format == "json":
         contract.emit(out, args.command_name, render.to_json(report))
@@ -51,15 +55,11 @@ def _resources(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from campaignops.cli.jobs import campaign_root
+    from campaignops.cli.jobs import campaign_root, manifest_in
     from campaignops.learn import summary, summary_files, summary_render
 
     root = campaign_root()
-    manifest = None
-    if args.manifest is not None:
-        manifest = layout.root_relative(
-            args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
-        )
+    manifest = None if args.manifest is None else manifest_in(args.manifest, root)
     found = summary.report(root=root, stage=args.stage, manifest_path=manifest)
     if args.write:
         for rel in summary_files.write(root=root, summary=found):
@@ -100,14 +100,8 @@ def _register_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--manifest the campaign and its ledger do not know, or a report that cannot be written.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    rep.add_argument(
-        "--manifest", metavar="M", help="only this manifest, e.g. manifests/train.yaml"
-    )
-    rep.add_argument(
-        "--stage",
-        choices=("smoke", "single", "production"),
-        help="only this stage (default: every stage)",
-    )
+    _add_manifest(rep)
+    contract.add_stage(rep, help=STAGE_HELP)
     contract.add_format(
         rep,
         "text",
@@ -233,14 +227,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog="exit codes: 0 a report (with or without recommendations), 2 not in a campaign, "
         "or a --manifest the campaign and its ledger do not know.",
     )
-    res.add_argument(
-        "--stage",
-        choices=("smoke", "single", "production"),
-        help="only this stage (default: every stage)",
-    )
-    res.add_argument(
-        "--manifest", metavar="M", help="only this manifest, e.g. manifests/train.yaml"
-    )
+    contract.add_stage(res, help=STAGE_HELP)
+    _add_manifest(res)
     contract.add_format(
         res,
         "text",

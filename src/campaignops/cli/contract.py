@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
 from campaignops.core.errors import CampaignError, InputError, UsageError
+from campaignops.model.ledger import STAGES
 
 # The format names, the same in every command; a command offers the ones that make sense for it.
 FORMATS = ("text", "markdown", "github", "json", "hook")  # hook: guard's PreToolUse output
@@ -76,6 +77,11 @@ def add_format(
         default=default,
         help=help,
     )
+
+
+def add_stage(parser: argparse.ArgumentParser, *, help: str, required: bool = False) -> None:
+    """The ``--stage`` option: one of the ledger's stages (model/ledger_job.py STAGES)."""
+    parser.add_argument("--stage", required=required, choices=STAGES, help=help)
 
 
 def add_dry_run(parser: argparse.ArgumentParser, help: str) -> None:

@@ -26,6 +26,14 @@ def campaign_root() -> Path:
     return root
 
 
+MANIFEST_INSIDE = "pass a manifest inside the campaign"
+
+
+def manifest_in(raw: str, root: Path) -> str:
+    """A --manifest or MANIFEST argument as the campaign names it (relative to ``root``)."""
+    return layout.root_relative(raw, root=root, cwd=Path.cwd(), hint=MANIFEST_INSIDE)
+
+
 def aligned(markdown: str) -> list[str]:
     """A Markdown table as columns padded to their widest cell; other lines as they are."""
     lines = markdown.splitlines()
@@ -255,11 +263,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list every job submitted at or after DATE (2026-11-21: midnight UTC, or "
         "2026-11-21T10:00:00Z)",
     )
-    sts.add_argument(
-        "--stage",
-        choices=("smoke", "single", "production"),
-        help="list only jobs of this stage",
-    )
+    contract.add_stage(sts, help="list only jobs of this stage")
     contract.add_format(
         sts,
         "text",

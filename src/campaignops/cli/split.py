@@ -244,7 +244,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument(
         "--out-dir", metavar="DIR", help="where to write the parts (default: the queue's directory)"
     )
-    cmd.add_argument("--dry-run", action="store_true", help="print the split, write nothing")
+    contract.add_dry_run(cmd, help="print the split, write nothing")
     contract.add_format(
         cmd,
         "text",

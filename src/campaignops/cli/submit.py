@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from campaignops.cli import contract
-from campaignops.cli.jobs import campaign_root
-from campaignops.core import layout
+from campaignops.cli.jobs import campaign_root, manifest_in
 
 if TYPE_CHECKING:
     from campaignops.runner.submit import Outcome
@@ -18,9 +16,7 @@ def _submit(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from campaignops.runner import submit
 
     root = campaign_root()
-    manifest = layout.root_relative(
-        args.manifest, root=root, cwd=Path.cwd(), hint="pass a manifest inside the campaign"
-    )
+    manifest = manifest_in(args.manifest, root)
     ask = submit.Ask(
         manifest=manifest,
         stage=args.stage,
@@ -152,10 +148,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a manifest under manifests/: jobs, a grid, phases, or a queue file's cells "
         "(queue: queues/x.txt)",
     )
-    sbm.add_argument(
-        "--stage",
+    contract.add_stage(
+        sbm,
         required=True,
-        choices=("smoke", "single", "production"),
         help="smoke (run length cut), single (one target), production (fan-out)",
     )
     sbm.add_argument(
@@ -174,9 +169,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="only the targets whose latest attempt at this stage ended without success "
         "(one array job); with --targets, only among those",
     )
-    sbm.add_argument(
-        "--dry-run",
-        action="store_true",
+    contract.add_dry_run(
+        sbm,
         help="print every gate's verdict and the script; submit nothing (exit 1 if a gate "
         "would refuse)",
     )

@@ -92,9 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "default: this campaignops' own version for a campaign made by campaign new, else "
         "the source's latest tag)",
     )
-    upd.add_argument(
-        "--dry-run",
-        action="store_true",
+    contract.add_dry_run(
+        upd,
         help="update a scratch clone instead and report what would change and conflict",
     )
     contract.add_format(upd, "text", "json", help=contract.TEXT_OR_JSON)

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from campaignops.model.ledger import Job, parse_time
+from campaignops.model.ledger import Job, Task, parse_time
 from campaignops.model.states import FINISHED
 
 CPU_LOW = 0.50  # below: the CPUs asked for sat mostly idle (jobstats' CPU efficiency alert)
@@ -49,15 +49,21 @@ class Usage:
     alloc_gpus: int | None
 
 
+def finished_tasks(job: Job) -> Iterator[tuple[Task, str]]:
+    """Every finished task of ``job`` with its final state, each target once (a repeated
+    target is one task): what the resources audit reads, here and in right-sizing."""
+    for target in dict.fromkeys(job.targets):
+        task = job.task(target)
+        if task is not None and task.state in FINISHED:
+            yield task, task.state
+
+
 def usages(job: Job) -> list[Usage]:
     """Every finished task of ``job``, each target once."""
     found = _CAP.search(job.text("array") or "")
     cap = int(found[1]) if found else None
     out: list[Usage] = []
-    for target in dict.fromkeys(job.targets):
-        task = job.task(target)
-        if task is None or task.state not in FINISHED:
-            continue
+    for task, _ in finished_tasks(job):
         started, ended = parse_time(task.started), parse_time(task.ended)
         run = task.run_time_s
         if run is None and started and ended and ended >= started:

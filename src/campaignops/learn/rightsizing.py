@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from campaignops.core.units import KIB, show_size
-from campaignops.learn.efficiency import Efficiency
+from campaignops.learn.efficiency import Efficiency, finished_tasks
 from campaignops.model import walltime
 from campaignops.model.ledger import Job, Task, parse_time
-from campaignops.model.states import FINISHED, STATE_CATEGORIES
+from campaignops.model.states import STATE_CATEGORIES
 
 MIN_TASKS = 3
 FITS = "the request fits"  # how a kept request that needs no change ends its evidence
@@ -126,19 +126,16 @@ def samples(job: Job) -> list[Sample]:
     longer), else the job's own queue wait.
     """
     out: list[Sample] = []
-    for target in dict.fromkeys(job.targets):
-        task = job.task(target)
-        if task is None or task.state not in FINISHED:
-            continue
+    for task, state in finished_tasks(job):
         wait = queue_wait(job, task)
         failure = None
         if not task.succeeded:
             # A failed task whose log matched no catalog entry counts under the category its
             # scheduler verdict names; any other final state under its own name (FAILED).
-            failure = task.category or STATE_CATEGORIES.get(task.state, task.state)
+            failure = task.category or STATE_CATEGORIES.get(state, state)
         out.append(
             Sample(
-                state=task.state,
+                state=state,
                 failure=failure,
                 queue_wait_s=wait,
                 run_time_s=task.run_time_s,

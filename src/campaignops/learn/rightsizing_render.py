@@ -11,12 +11,11 @@ from typing import Any
 from campaignops.core.units import show_size
 from campaignops.learn.efficiency import CPU_LOW, Efficiency, share
 from campaignops.learn.rightsizing import Audit, Recommendation, Spread, StageReport
-from campaignops.views.render import duration
-
-NONE = "—"
+from campaignops.views.render import NONE, duration
 
 
-def _spread(spread: Spread) -> dict[str, Any]:
+def spread_json(spread: Spread) -> dict[str, Any]:
+    """A Spread in the JSON contracts (audit resources, campaign report): median, max, count."""
     return {"median": spread.median, "max": spread.max, "count": spread.count}
 
 
@@ -39,8 +38,8 @@ def to_json(report: Audit) -> dict[str, Any]:
                 "manifest": s.manifest,
                 "stage": s.stage,
                 "tasks": s.tasks,
-                "queue_wait_s": _spread(s.queue_wait),
-                "run_time_s": _spread(s.run_time),
+                "queue_wait_s": spread_json(s.queue_wait),
+                "run_time_s": spread_json(s.run_time),
                 "failures": dict(s.failures),
             }
             for s in report.stages
@@ -101,7 +100,8 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _times(spread: Spread) -> str:
+def spread_text(spread: Spread) -> str:
+    """A Spread in a table cell: ``median / max`` as durations, '—' when no task had a figure."""
     if spread.count == 0:
         return NONE
     return f"{duration(spread.median)} / {duration(spread.max)}"
@@ -123,8 +123,8 @@ def stages_table(report: Audit) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- |"
     )
     rows = [
-        f"| {_cell(s.manifest)} | {s.stage} | {s.tasks} | {_times(s.queue_wait)} | "
-        f"{_times(s.run_time)} | {s.time_limit or NONE} | {_memory(s)} | {_failures(s)} |"
+        f"| {_cell(s.manifest)} | {s.stage} | {s.tasks} | {spread_text(s.queue_wait)} | "
+        f"{spread_text(s.run_time)} | {s.time_limit or NONE} | {_memory(s)} | {_failures(s)} |"
         for s in report.stages
     ]
     return "\n".join([head, *rows])

@@ -6,7 +6,7 @@ needed; cancelled; still running), when the group was submitted, started and fin
 wall-clock, queue wait and run time, and what it cost. Every attempt is kept too, for the
 picture (campaignops.learn.summary_svg).
 
-The rules are the runner's own, reused: the breaker's (runner/gates.py ``tripped_run``), the
+The rules are the runner's own, reused: the breaker's (runner/breaker.py ``tripped_run``), the
 manifest's ``oom_retry`` (runner/retry.py), the diagnosis status --refresh recorded
 (learn/diagnosis, shown as views/render.py ``diagnosis``), the costs of backends/spending.py.
 A target is *stuck* (docs/decisions.md, "(report) ..."): the breaker would refuse it again, its

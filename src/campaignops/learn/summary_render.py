@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from campaignops.backends.charging import amount
-from campaignops.learn.rightsizing import Spread
+from campaignops.learn.rightsizing_render import spread_json, spread_text
 from campaignops.learn.summary import SCHEMA, Attempt, Group, Outcome, Summary
-from campaignops.views.render import cell, duration
+from campaignops.views.render import NONE, cell, duration
 
-NONE = "—"
 COUNTED = ("completed", "oom-retried", "failed", "stuck", "cancelled", "running")
 WORDS = {"oom-retried": "OOM-retried then completed"}
 
@@ -27,10 +26,6 @@ def when(moment: dt.datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _spread(spread: Spread) -> dict[str, Any]:
-    return {"median": spread.median, "max": spread.max, "count": spread.count}
 
 
 def _attempt(a: Attempt) -> dict[str, Any]:
@@ -71,8 +66,8 @@ def _group(g: Group) -> dict[str, Any]:
         "started": when(g.started),
         "finished": when(g.finished),
         "wall_clock_s": g.wall_clock_s,
-        "queue_wait_s": _spread(g.queue_wait),
-        "run_time_s": _spread(g.run_time),
+        "queue_wait_s": spread_json(g.queue_wait),
+        "run_time_s": spread_json(g.run_time),
         "cost": [{"unit": c.unit, "used": c.used, "reserved": c.reserved} for c in g.costs],
         "targets": [_target(t) for t in g.targets],
         "attempts": [_attempt(a) for a in g.attempts],
@@ -86,12 +81,6 @@ def to_json(summary: Summary) -> dict[str, Any]:
         "counts": {name: summary.count(name) for name in COUNTED},
         "groups": [_group(g) for g in summary.groups],
     }
-
-
-def _times(spread: Spread) -> str:
-    if spread.count == 0:
-        return NONE
-    return f"{duration(spread.median)} / {duration(spread.max)}"
 
 
 def _cost(g: Group) -> str:
@@ -118,7 +107,7 @@ def groups_table(summary: Summary) -> str:
         f"| {cell(g.label)} | {g.stage} | {len(g.targets)} | {g.count('completed')} | "
         f"{g.count('oom-retried')} | {g.count('failed')} | {g.count('stuck')} | "
         f"{g.count('running')} | {when(g.started) or NONE} | {when(g.finished) or NONE} | "
-        f"{duration(g.wall_clock_s)} | {_times(g.queue_wait)} | {_times(g.run_time)} | "
+        f"{duration(g.wall_clock_s)} | {spread_text(g.queue_wait)} | {spread_text(g.run_time)} | "
         f"{cell(_cost(g))} |"
         for g in summary.groups
     ]

@@ -20,7 +20,7 @@ smoke-first gate can match one against the other. It is the sha256 of a canonica
 - the content (sha256) of every file in the campaign the target's command names (its config,
   its script; inside ``bash -c '…'`` too), and for each directory it reaches without naming
   its files (a glob, a brace, a variable, a directory argument) one digest of HEAD's object
-  ids under it (runner/named.py, runner/headtree.py): editing one is a new config, whatever
+  ids under it (model/named.py, model/headtree.py): editing one is a new config, whatever
   the manifest says.
 
 Masked (value replaced, key kept): every run-length key in an ``args`` mapping, ``--key V``,

@@ -19,7 +19,6 @@ cell can never make a production task "already complete".
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -30,6 +29,7 @@ from campaignops.core.errors import UsageError
 from campaignops.core.layout import stage_root
 from campaignops.model import manifest, walltime
 from campaignops.model.jobspec import BoxSettings, JobSpec, Precondition
+from campaignops.model.makeup import command as command  # re-exported: the task command
 from campaignops.model.manifest_keys import task_values
 from campaignops.model.policy import Policy
 from campaignops.model.queuefile import Cell
@@ -37,7 +37,7 @@ from campaignops.model.stageresources import gpu_pool as gpu_pool  # re-exported
 from campaignops.model.stageresources import resources_for as resources_for  # re-exported
 from campaignops.model.taskfiles import TASK_PLACEHOLDER, fill_placeholders
 from campaignops.runner import retry
-from campaignops.runner.gates import job_name
+from campaignops.runner.sibling import job_name
 
 STAGES = ("smoke", "single", "production")
 # Each stage's output root: run_one (and any resumable task) skips a cell it finds completed,
@@ -132,40 +132,6 @@ def max_parallel(doc: Mapping[str, Any], policy: Policy) -> int | None:
     asked = doc.get("max_parallel") or policy.max_parallel
     pool = gpu_pool(doc)
     return min(asked, pool) if asked and pool else (asked or pool or None)
-
-
-def command(target: manifest.Target, doc: Mapping[str, Any], args: Mapping[str, Any]) -> str:
-    base = target.cmd or doc.get("default_cmd")
-    if not isinstance(base, str) or not base.strip():
-        raise UsageError(
-            message=f"target {target.id!r} has no cmd and the manifest no default_cmd",
-            hint="give the job or template a cmd, or the manifest a default_cmd",
-        )
-    if target.positional:
-        extra = [k for k in args if k not in manifest.QUEUE_FIELDS]
-        if extra:
-            raise UsageError(
-                message=f"queue cell {target.id!r}: smoke.args may only set epochs, not "
-                + ", ".join(map(repr, extra)),
-                hint="a queue line passes <cfg> <task> [epochs] to the wrapper; shorten the "
-                "run with smoke.args: {epochs: N}",
-            )
-        fields = " ".join(shlex.quote(str(args[k])) for k in manifest.QUEUE_FIELDS if k in args)
-        return _written(base) + f" {fields}"
-    bad = [k for k in args if manifest.option_problem(k) is not None]
-    if bad:  # the MAN checks refuse them first; this is the last door before the shell
-        raise UsageError(
-            message=f"target {target.id!r}: args key {bad[0]!r} {manifest.option_problem(bad[0])}",
-            hint="each key becomes --key on the command line: rename it",
-        )
-    flags = " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in args.items())
-    return _written(base) + (f" {flags}" if flags else "")
-
-
-def _written(base: str) -> str:
-    """The command as the manifest has it: a YAML block's one trailing newline dropped (so
-    args join its last line), nothing else touched."""
-    return base[:-1] if base.endswith("\n") else base
 
 
 def task(

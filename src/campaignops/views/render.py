@@ -7,13 +7,13 @@ what would be rendered now.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.backends import registry, spending
+from campaignops.backends import spending
 from campaignops.core import layout, schema
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import InputError
@@ -22,8 +22,14 @@ from campaignops.model import backendpage, blocks, ledger_index
 from campaignops.model import catalog_source as catalogs
 from campaignops.model import ledger as ledger_mod
 from campaignops.model import policy as policy_mod
-from campaignops.views import recent, reports, tree
+from campaignops.views import jobs, recent, reports, stages, tree
+from campaignops.views.cells import NONE as NONE  # re-exported: the views' empty cell
+from campaignops.views.cells import cell as cell  # re-exported: learn, tests
+from campaignops.views.cells import duration as duration  # re-exported: learn, runner, tests
+from campaignops.views.cells import empty, table
+from campaignops.views.cells import escape_surrogates as escape_surrogates  # re-exported: cli
 from campaignops.views.recent import state as state  # re-exported: the views' word for a job
+from campaignops.views.stages import diagnosis as diagnosis  # re-exported: learn.summary
 
 BOM = "\ufeff"
 FAILURES_FILE = "failures.yaml"
@@ -115,48 +121,7 @@ class Sources:
 
 
 # ---------------------------------------------------------------------------------- rendering
-
-NONE = "—"
-
-
-def escape_surrogates(text: str) -> str:
-    """``text`` with each lone surrogate (from a ledger string such as ``"\\ud800"``, which
-    JSON allows and UTF-8 cannot hold) written as its escape ``\\ud800``, so a view of it can be
-    written to a file and printed."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def cell(value: object) -> str:
-    """One table cell: on one line, pipes escaped, no raw HTML, '—' when empty."""
-    if value is None or value == "" or value == []:
-        return NONE
-    text = " ".join(str(value).split())
-    return text.replace("|", "\\|").replace("<", "&lt;") or NONE
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = [header, ["---"] * len(header), *rows]
-    return "\n".join("| " + " | ".join(row) + " |" for row in lines)
-
-
-def _empty(header: Sequence[str], message: str) -> list[list[str]]:
-    return [[message] + [""] * (len(header) - 1)]
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return NONE
-    s = round(seconds)
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m {s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h {m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d {h:02d}h"
+# The pieces of a table are in views/cells.py; the stages and jobs blocks in their own modules.
 
 
 def _smoke(page: Mapping[str, Any]) -> object:
@@ -181,7 +146,7 @@ def render_backends(src: Sources) -> str:
         link = f"[{cell(name)}]({backendpage.path_of(name)})"
         facts = (page.get("kind"), page.get("scheduler"), _smoke(page), page.get("verified"))
         rows.append([str(order), link, *map(cell, facts)])
-    return table(BACKENDS_HEADER, rows or _empty(BACKENDS_HEADER, "no authorized backends"))
+    return table(BACKENDS_HEADER, rows or empty(BACKENDS_HEADER, "no authorized backends"))
 
 
 FAILURES_HEADER = ("id", "symptom", "fix", "source", "verified")
@@ -206,89 +171,12 @@ def render_failures(src: Sources) -> str:
     return "\n\n".join(sections)
 
 
-STAGES_HEADER = ("target", *ledger_mod.STAGES)
-
-
-def diagnosis(task: ledger_mod.Task) -> str | None:
-    """What status --refresh diagnosed for a failed task: ``oom-gpu (cuda-oom)``, ``unknown``
-    when no catalog entry explained it; None for a task that did not fail."""
-    if not task.finished or task.succeeded or task.state == "CANCELLED":
-        return None
-    if task.category is None:
-        return "unknown"
-    return task.category + (f" ({task.entry})" if task.entry else "")
-
-
-def task_state(job: ledger_mod.Job, target: str) -> str:
-    """A target's own outcome in ``job``: its array task's state (with the reason the runner
-    recorded, e.g. output-missing, and the diagnosis), else what the ledger says of the
-    submission."""
-    task = job.task(target)
-    if task is None or task.state is None:
-        return state(job)
-    reason = f", {task.reason}" if task.reason else ""
-    code = task.exit_code
-    shown = f" exit {code}" if task.finished and code not in (0, None) else ""
-    found = diagnosis(task)
-    diagnosed = f", {found}" if found else ""
-    return f"{task.state}{shown}{reason}{diagnosed}"
-
-
-def job_diagnosis(job: ledger_mod.Job) -> str | None:
-    """The diagnoses of a job's failed tasks: ``oom-gpu (cuda-oom)``, or counted for an array
-    (``oom-gpu (cuda-oom) ×2, unknown``)."""
-    counts: dict[str, int] = {}
-    for target in dict.fromkeys(job.targets):
-        task = job.task(target)
-        found = diagnosis(task) if task is not None else None
-        if found:
-            counts[found] = counts.get(found, 0) + 1
-    return ", ".join(f"{d} ×{n}" if n > 1 else d for d, n in counts.items()) or None
-
-
 def render_stages(src: Sources) -> str:
-    """Each target's latest job per stage (the ledger's per-target index: the table's size
-    follows the targets, not the history)."""
+    """Each target's latest job per stage (views/stages.py), a smoke of an older config so
+    marked."""
     ledger = src.ledger()
-    index = ledger_index.of(ledger.jobs, ledger.index)
-    rows = []
-    for target in sorted(index.targets()):
-        row = [cell(target)]
-        for stage in ledger_mod.STAGES:
-            lid = index.latest(target, stage)
-            last = ledger.by_id.get(lid) if lid is not None else None
-            if last is None:
-                row.append(NONE)
-                continue
-            index_of = last.index_of(target)
-            where = last.job_id if len(last.targets) == 1 else f"{last.job_id} task {index_of}"
-            box = registry.cell_note(last, target, src.page(last.backend) if last.backend else None)
-            where = f"{where} {box}" if box else where
-            text = task_state(last, target)
-            row.append(cell(f"{text} ({where})" if last.job_id else text))
-        rows.append(row)
-    return table(STAGES_HEADER, rows or _empty(STAGES_HEADER, "no jobs yet"))
-
-
-JOBS_HEADER = (
-    "job",
-    "targets",
-    "stage",
-    "backend",
-    "state",
-    "queue wait",
-    "run time",
-    "exit",
-    "diagnosis",
-    "commit",
-)
-SHOWN_TARGETS = 3
-
-
-def _targets(targets: Sequence[str]) -> str:
-    shown = ", ".join(targets[:SHOWN_TARGETS])
-    more = len(targets) - SHOWN_TARGETS
-    return f"{shown} (+{more} more)" if more > 0 else shown
+    known = ledger_index.of(ledger.jobs, ledger.index).targets()
+    return stages.render(ledger, src.page, stages.Now(src.reader, src.page, known))
 
 
 def render_jobs(
@@ -296,37 +184,12 @@ def render_jobs(
     shown: Mapping[str, str] | None = None,
     selection: recent.Selection | None = None,
 ) -> str:
-    """The jobs table: what ``selection`` lists (views/recent.py; default: the live jobs and
-    the last status.recent_jobs finished ones), the rest counted. ``shown`` replaces the state
-    of the jobs it names (by ledger id) with what they read as here (another clone's local
-    job). STATUS.md passes neither: a committed view is the same in every clone."""
-    ledger = src.ledger()
-    instead = shown or {}
-    listed = recent.select(ledger, selection or recent.Selection(recent=src.recent_jobs()))
-    rows = [
-        [
-            cell(job.job_id),
-            cell(_targets(job.targets)),
-            cell(job.stage),
-            cell(job.backend),
-            cell(instead.get(job.ledger_id) or state(job)),
-            duration(job.queue_wait()),
-            duration(job.run_time()),
-            cell(job.exit_code),
-            cell(job_diagnosis(job)),
-            cell(job.commit[:10] if job.commit else None),
-        ]
-        for job in listed.jobs
-    ]
-    text = table(JOBS_HEADER, rows or _empty(JOBS_HEADER, "no jobs yet"))
-    more = recent.unlisted_note(listed, command="campaign status --all")
-    notes = [f"- {cell(more)}"] if more else []
-    notes += [
-        f"- {layout.LEDGER_FILE} line {s.line} skipped: {cell(s.reason)}"
-        + (" (torn last line)" if s.last else "")
-        for s in ledger.skipped
-    ]
-    return "\n\n".join([text, "\n".join(notes)]) if notes else text
+    """The jobs table (views/jobs.py): what ``selection`` lists (views/recent.py; default: the
+    live jobs and the last status.recent_jobs finished ones), the rest counted. ``shown``
+    replaces the state of the jobs it names (by ledger id) with what they read as here (another
+    clone's local job). STATUS.md passes neither: a committed view is the same in every clone."""
+    chosen = selection or recent.Selection(recent=src.recent_jobs())
+    return jobs.render(src.ledger(), chosen, shown)
 
 
 def render_budget(sources: Sources) -> str:
@@ -356,7 +219,11 @@ VIEWS: Mapping[str, View] = MappingProxyType(
         "failures": View(
             render_failures, f"{FAILURES_FILE} and {LOCAL_FAILURES_FILE}", "FAILURES.md"
         ),
-        "stages": View(render_stages, layout.LEDGER_FILE, "STATUS.md"),
+        "stages": View(
+            render_stages,
+            f"{layout.LEDGER_FILE} and the smoked targets' manifests, queues, configs, scripts",
+            "STATUS.md",
+        ),
         "jobs": View(render_jobs, layout.LEDGER_FILE, "STATUS.md"),
         "budget": View(
             render_budget, f"{layout.POLICY_FILE}, backend pages, {layout.LEDGER_FILE}", "STATUS.md"

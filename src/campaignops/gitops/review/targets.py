@@ -146,7 +146,7 @@ def _fields(
 def _blobs(root: Path, tree: tuple[str, ...]) -> Callable[[], Mapping[str, str]]:
     """The commit's files' object ids, from the bytes review_tree wrote (the ids `git ls-tree`
     gives at submit, in a SHA-1 repository), hashed once and only when a command reaches a
-    directory: what runner/headtree.py digests."""
+    directory: what model/headtree.py digests."""
     memo: list[dict[str, str]] = []
 
     def ids() -> Mapping[str, str]:

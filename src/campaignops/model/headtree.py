@@ -1,5 +1,5 @@
 """The campaign's committed files as HEAD's tree lists them, and the part of a fingerprint that
-stands for a directory a command reaches without naming its files (runner/named.py, ``Reach``).
+stands for a directory a command reaches without naming its files (model/named.py, ``Reach``).
 
 A command such as ``cat configs/extra/*.yaml``, ``ls configs/extra`` or ``bash -c "$X"`` reads
 files no word of it names. Its fingerprint then covers every committed file under the directory

@@ -1,5 +1,5 @@
 """The campaign's files a task command names (what the committed gate compares with HEAD), and
-the directories it reaches without naming their files (what the fingerprint adds, runner/headtree).
+the directories it reaches without naming their files (what the fingerprint adds, model/headtree).
 
 A command reads more than its manifest: `python3 scripts/train.py --config configs/a.yaml`
 runs a script and a config that the manifest only names. Those names are found here, from the
