@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from campaignops.model.ledger import Job, parse_time
+from campaignops.model.ledger import Job, Task, parse_time
 from campaignops.model.states import FINISHED
 
 CPU_LOW = 0.50  # below: the CPUs asked for sat mostly idle (jobstats' CPU efficiency alert)
@@ -50,34 +50,37 @@ class Usage:
 
 
 def usages(job: Job) -> list[Usage]:
-    """Every finished task of ``job``, each target once."""
+    """Every finished task of ``job``, each target once, after each attempt its box executor
+    ran again (``Task.tries``)."""
     found = _CAP.search(job.text("array") or "")
     cap = int(found[1]) if found else None
     out: list[Usage] = []
     for target in dict.fromkeys(job.targets):
-        task = job.task(target)
-        if task is None or task.state not in FINISHED:
+        last = job.task(target)
+        if last is None or last.state not in FINISHED:
             continue
-        started, ended = parse_time(task.started), parse_time(task.ended)
-        run = task.run_time_s
-        if run is None and started and ended and ended >= started:
-            run = (ended - started).total_seconds()
-        out.append(
-            Usage(
-                job=job.ledger_id,
-                array_cap=cap,
-                array_size=len(job.targets),
-                succeeded=task.succeeded,
-                failed=not task.succeeded and task.state != "CANCELLED",
-                started=started.timestamp() if started else None,
-                ended=ended.timestamp() if ended else None,
-                run_time_s=run,
-                cpu_time_s=task.cpu_time_s,
-                alloc_cpus=task.alloc_cpus,
-                alloc_gpus=task.alloc_gpus,
-            )
-        )
+        out += [_usage(job, task, cap) for task in (*last.tries, last)]
     return out
+
+
+def _usage(job: Job, task: Task, cap: int | None) -> Usage:
+    started, ended = parse_time(task.started), parse_time(task.ended)
+    run = task.run_time_s
+    if run is None and started and ended and ended >= started:
+        run = (ended - started).total_seconds()
+    return Usage(
+        job=job.ledger_id,
+        array_cap=cap,
+        array_size=len(job.targets),
+        succeeded=task.succeeded,
+        failed=not task.succeeded and task.state != "CANCELLED",
+        started=started.timestamp() if started else None,
+        ended=ended.timestamp() if ended else None,
+        run_time_s=run,
+        cpu_time_s=task.cpu_time_s,
+        alloc_cpus=task.alloc_cpus,
+        alloc_gpus=task.alloc_gpus,
+    )
 
 
 @dataclass(frozen=True)

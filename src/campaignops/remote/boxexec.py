@@ -640,6 +640,9 @@ class Executor:
                     t["attempts"], retry["max_attempts"]
                 )
                 delay = float(retry.get("delay_s") or 0)
+                # Each retried attempt's end stays in the status (the runner's ledger keeps it).
+                t.setdefault("tries", []).append({"attempt": t["attempts"], "start": t["start"],
+                    "end": t["end"], "exit_code": code, "gpu": t["gpu"], "reason": reason})  # fmt: skip
                 t.update(state="PENDING", gpu=None, reason=reason, not_before=time.time() + delay)
             else:
                 t.update(state="OUT_OF_MEMORY", reason="oom: {} attempts".format(t["attempts"]))
@@ -848,6 +851,8 @@ def view(jobdir: Path) -> dict[str, Any]:
         return {"state": "UNKNOWN", "executor_alive": False, "tasks": {}, "error": exc.message}
     state, tasks = executor.state, executor.tasks
     public = {k: {f: tasks[k].get(f) for f in PUBLIC} for k in executor.order}
+    for k in executor.order:  # the attempts it ran again after a GPU OOM, once there are any
+        public[k].update({"tries": tasks[k]["tries"]} if tasks[k].get("tries") else {})
     return {
         "state": state["state"],
         "executor_alive": alive(state.get("executor")),
