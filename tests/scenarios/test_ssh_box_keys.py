@@ -83,9 +83,7 @@ def test_each_attempt_of_a_box_oom_retry_is_in_the_ledger_and_the_report(  # typ
     """The executor's retry is recorded as a scheduler retry's would be: the first attempt
     ended FAILED, diagnosed oom-gpu, the second completed; `campaign report` counts the target
     OOM-retried then completed, and `audit resources` counts both attempts."""
-    (camp / "manifests/flaky.yaml").write_text(
-        FLAKY.replace("max_attempts: 3", "max_attempts: 2")
-    )
+    (camp / "manifests/flaky.yaml").write_text(FLAKY.replace("max_attempts: 3", "max_attempts: 2"))
     (camp / "scripts/flaky.sh").write_text(SCRIPT)
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "a task that runs out of GPU memory once")
