@@ -90,20 +90,21 @@ def test_each_attempt_of_a_box_oom_retry_is_in_the_ledger_and_the_report(  # typ
     assert run("submit", "manifests/flaky.yaml", "--stage", "smoke").code == 0
     job = story.refreshed_until_finished(run, camp)
     assert job.state == "COMPLETED", job.record
+    report = run("report", "--format", "json")
+    assert report.code == 0, report.out + report.err
+    doc = json.loads(report.out)
+    (target,) = doc["groups"][0]["targets"]
+    assert (target["outcome"], target["attempts"]) == ("oom-retried", 2), target
+    assert doc["counts"]["oom-retried"] == 1 and doc["counts"]["completed"] == 0, doc
+    shown = [(a["attempt"], a["state"]) for a in doc["groups"][0]["attempts"]]
+    assert shown == [(1, "FAILED"), (2, "COMPLETED")], shown
+    # The ledger holds both attempts: the first in the task's tries, FAILED, oom-gpu.
     task = job.task("flaky")
     assert task is not None and task.attempt == 2, job.record
     (first,) = task.tries
     assert (first.attempt, first.state, first.category) == (1, "FAILED", "oom-gpu"), first
     assert first.reason == "oom: attempt 1 of 2; retried" and first.exit_code == 1
     assert first.started and first.ended and first.run_time_s is not None
-    report = run("report", "--format", "json")
-    assert report.code == 0, report.out + report.err
-    doc = json.loads(report.out)
-    assert doc["counts"]["oom-retried"] == 1 and doc["counts"]["completed"] == 0, doc
-    (target,) = doc["groups"][0]["targets"]
-    assert (target["outcome"], target["attempts"]) == ("oom-retried", 2), target
-    shown = [(a["attempt"], a["state"]) for a in doc["groups"][0]["attempts"]]
-    assert shown == [(1, "FAILED"), (2, "COMPLETED")], shown
     audit = run("audit", "resources", "--format", "json")
     assert audit.code == 0, audit.out + audit.err
     assert '"oom-gpu"' in audit.out, audit.out
