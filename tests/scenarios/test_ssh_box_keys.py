@@ -108,3 +108,8 @@ def test_each_attempt_of_a_box_oom_retry_is_in_the_ledger_and_the_report(  # typ
     audit = run("audit", "resources", "--format", "json")
     assert audit.code == 0, audit.out + audit.err
     assert '"oom-gpu"' in audit.out, audit.out
+    told = run("diagnose", str(job.job_id))
+    assert told.code == 0, told.err
+    assert "attempt   1: FAILED, exit 1, oom: attempt 1 of 2; retried; oom-gpu" in told.out
+    doc = json.loads(run("diagnose", str(job.job_id), "--format", "json").out)
+    assert [t["diagnosis"]["category"] for t in doc["tries"]] == ["oom-gpu"], doc
