@@ -193,6 +193,12 @@ def test_a_cuda_oom_is_retried_by_the_executor_and_completes(camp: Path, run) ->
     # The runner saw one job, COMPLETED: its own oom_retry has nothing to resubmit.
     refreshed(run, camp)
     assert [j.job_id for j in ledger.read(camp).jobs if j.job_id] == [done.job_id]
+    # Both attempts are in the ledger (the same executor as a box's): the first ran out of
+    # GPU memory, and the report counts the target OOM-retried then completed.
+    (first,) = done.task("flaky").tries  # type: ignore[union-attr]
+    assert (first.attempt, first.state, first.category) == (1, "FAILED", "oom-gpu")
+    report = json.loads(run("report", "--format", "json").out)
+    assert report["counts"]["oom-retried"] == 1, report
 
 
 def test_cancel_stops_a_running_gpu_task(camp: Path, run) -> None:  # type: ignore[no-untyped-def]

@@ -75,3 +75,41 @@ def test_an_oom_on_the_box_is_retried_there_and_completes(  # type: ignore[no-un
     assert run("status", "--refresh").code == 0
     assert [j.job_id for j in ledger.read(camp).jobs if j.job_id] == [job.job_id]
     assert box1.ssh("test -e ~/.no_auto_tmux").returncode == 0
+
+
+def test_each_attempt_of_a_box_oom_retry_is_in_the_ledger_and_the_report(  # type: ignore[no-untyped-def]
+    camp: Path, run, ssh_boxes
+) -> None:
+    """The executor's retry is recorded as a scheduler retry's would be: the first attempt
+    ended FAILED, diagnosed oom-gpu, the second completed; `campaign report` counts the target
+    OOM-retried then completed, and `audit resources` counts both attempts."""
+    (camp / "manifests/flaky.yaml").write_text(FLAKY.replace("max_attempts: 3", "max_attempts: 2"))
+    (camp / "scripts/flaky.sh").write_text(SCRIPT)
+    git(camp, "add", "-A")
+    git(camp, "commit", "-qm", "a task that runs out of GPU memory once")
+    assert run("submit", "manifests/flaky.yaml", "--stage", "smoke").code == 0
+    job = story.refreshed_until_finished(run, camp)
+    assert job.state == "COMPLETED", job.record
+    report = run("report", "--format", "json")
+    assert report.code == 0, report.out + report.err
+    doc = json.loads(report.out)
+    (target,) = doc["groups"][0]["targets"]
+    assert (target["outcome"], target["attempts"]) == ("oom-retried", 2), target
+    assert doc["counts"]["oom-retried"] == 1 and doc["counts"]["completed"] == 0, doc
+    shown = [(a["attempt"], a["state"]) for a in doc["groups"][0]["attempts"]]
+    assert shown == [(1, "FAILED"), (2, "COMPLETED")], shown
+    # The ledger holds both attempts: the first in the task's tries, FAILED, oom-gpu.
+    task = job.task("flaky")
+    assert task is not None and task.attempt == 2, job.record
+    (first,) = task.tries
+    assert (first.attempt, first.state, first.category) == (1, "FAILED", "oom-gpu"), first
+    assert first.reason == "oom: attempt 1 of 2; retried" and first.exit_code == 1
+    assert first.started and first.ended and first.run_time_s is not None
+    audit = run("audit", "resources", "--format", "json")
+    assert audit.code == 0, audit.out + audit.err
+    assert '"oom-gpu"' in audit.out, audit.out
+    told = run("diagnose", str(job.job_id))
+    assert told.code == 0, told.err
+    assert "attempt   1: FAILED, exit 1, oom: attempt 1 of 2; retried; oom-gpu" in told.out
+    doc = json.loads(run("diagnose", str(job.job_id), "--format", "json").out)
+    assert [t["diagnosis"]["category"] for t in doc["tries"]] == ["oom-gpu"], doc

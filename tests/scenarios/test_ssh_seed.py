@@ -102,8 +102,8 @@ def test_a_student_resubmitted_after_a_fix_commit_finds_its_teacher(  # type: ig
     box = next(b for b in ssh_boxes if b.name == place["instance"]["name"])
     assert (box.workdir / "boxes/runs/smoke/student.json").read_text() == "weights\n"
 
-    # Pull brings both home, each through its own commit's tree, verified as before. (Per job:
-    # the failed student's job lists the same cell, and a pull of every job calls it duplicate.)
+    # Pull brings both home, each through its own commit's tree, verified as before (a pull
+    # of every job: test_a_pull_of_every_job_takes_the_newer_attempt_of_a_resubmitted_cell).
     for job in (teacher, fixed):
         pulled = run("pull", str(job.job_id), "--format", "json")
         assert pulled.code == 0, pulled.out + pulled.err
@@ -136,3 +136,34 @@ def test_a_failed_box_task_is_diagnosed_from_its_own_log(  # type: ignore[no-unt
     assert pulled.code == 1 and "train on box1: missing" in pulled.out, pulled.out
     whole = log.read_text().splitlines()
     assert len(whole) == 302 and whole[0] == "epoch 1 of 3"
+
+
+def test_a_pull_of_every_job_takes_the_newer_attempt_of_a_resubmitted_cell(  # type: ignore[no-untyped-def]
+    camp: Path, run, ssh_boxes
+) -> None:
+    """After `submit --failed` ran the student again, the old failed job and the new one both
+    list its cell: a pull of every job judges the newer attempt alone (verified), never calls
+    the cell a duplicate, and the older attempt does not hold the box."""
+    committed(camp, "manifests/chain.yaml", CHAIN.replace("STUDENT", BUG), "teacher, student")
+    assert run("submit", "manifests/chain.yaml", "--stage", "smoke").code == 0
+    teacher, student = refreshed_until(run, camp, 2)
+    assert student.state == "FAILED", student.record
+    committed(camp, "manifests/chain.yaml", CHAIN.replace("STUDENT", FIX), "fix the student")
+    assert run("submit", "manifests/chain.yaml", "--stage", "smoke", "--failed").code == 0
+    (fixed,) = refreshed_until(run, camp, 1)
+    assert fixed.state == "COMPLETED", fixed.record
+
+    pulled = run("pull", "--format", "json")
+    assert pulled.code == 0, pulled.out + pulled.err
+    cells = json.loads(pulled.out)["cells"]
+    shown = sorted((c["job"], c["target"], c["verdict"]) for c in cells)
+    assert shown == sorted(
+        [(teacher.job_id, "teacher", "verified"), (fixed.job_id, "student", "verified")]
+    ), cells
+    assert (camp / "runs/smoke/student.json").read_text() == "weights\n"
+    # The old attempt's cell is neither judged nor in the way of letting the boxes go.
+    old = next(j for j in ledger.read(camp).jobs if j.ledger_id == student.ledger_id)
+    assert "pulled" not in (old.record.get("tasks") or {}).get("0", {}), old.record
+    for box in {c["instance"] for c in cells}:
+        let_go = run("release", box, "--dry-run")
+        assert let_go.code == 0, let_go.out + let_go.err

@@ -113,6 +113,10 @@ def _no_aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozen
     return frozenset()
 
 
+def _no_tails(stdout: str, job_id: str) -> dict[int, str]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Kind:
     """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
@@ -160,6 +164,10 @@ class Kind:
     raw_submit: frozenset[str] = frozenset()
     raw_cancel: frozenset[str] = frozenset()
     allocation: tuple[str, tuple[str, ...]] | None = None
+    # campaign cancel: the log tails its cancel call's answer (stdout) brought for the job's
+    # tasks, by index, for a backend whose logs are written elsewhere (a box) until they come
+    # home; the others' are read here before the call.
+    cancel_tails: Callable[[str, str], dict[int, str]] = _no_tails
 
 
 def calling(backend: Backend, call: Run) -> Run:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -13,7 +14,7 @@ from campaignops.core import layout, safetext
 from campaignops.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from campaignops.runner.cancel import Plan
+    from campaignops.runner.cancel import Plan, TaskLog
 
 
 def campaign_root() -> Path:
@@ -164,29 +165,23 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = campaign_root()
     plan = cancel.prepare(root=root, job=args.job, targets=args.targets)
     if args.format == "json":
-        by = None
+        done = None
         if not args.dry_run:
-            by = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason).by
-        contract.emit(out, args.command_name, cancel_doc(plan, by=by, dry_run=args.dry_run))
+            done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
+        doc = cancel_doc(plan, by=done.by if done else None, dry_run=args.dry_run)
+        if done is not None:
+            doc["logs"] = _log_docs(done.logs)
+        contract.emit(out, args.command_name, doc)
         return 0
 
     def some(items: tuple[str, ...] | list[str]) -> str:
         return ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
 
     # The logs first: what the tasks were doing is worth reading before they are stopped.
-    for log in plan.logs:
-        if log.tail is not None:
-            task = "" if log.index is None else f", task {log.index}"
-            head = f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)"
-            print(safetext.plain_line(head), file=out)
-            # A log is the task's (a box's) text: its escapes must not reach the terminal.
-            for line in log.tail:
-                print(safetext.plain_line(f"   {line}"), file=out)
-    waiting = [log.target for log in plan.logs if log.tail is None]
-    if waiting:  # one line, not one per task: an array may hold a thousand not started yet
-        print(f"== no log yet: {some(waiting)}", file=out)
+    _print_tails(plan.logs, out)
     what = "job" if plan.whole else "task(s)"
     if args.dry_run:
+        _print_waiting(plan.logs, out, some)
         print(
             f"dry run: nothing cancelled; would cancel {what} {some(plan.cancel_ids)} "
             f"({plan.name}: {some(plan.targets)}) on {plan.backend}",
@@ -194,6 +189,9 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         return 0
     done = cancel.cancel(root=root, plan=plan, by=cancel.actor(), reason=args.reason)
+    # A box task's log is on its box: its tail comes with the cancel call itself.
+    _print_tails([n for o, n in zip(plan.logs, done.logs, strict=True) if o.tail is None], out)
+    _print_waiting(done.logs, out, some)
     print(
         f"cancelled {what} {some(plan.cancel_ids)} ({plan.name}: {some(plan.targets)}) on "
         f"{plan.backend}; recorded in the ledger ({plan.ledger_id}, by {done.by})",
@@ -201,6 +199,27 @@ def _cancel(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     print("next: campaign status --refresh   (shows CANCELLED once it has stopped)", file=out)
     return 0
+
+
+def _print_tails(logs: Sequence[TaskLog], out: TextIO) -> None:
+    for log in logs:
+        if log.tail is not None:
+            task = "" if log.index is None else f", task {log.index}"
+            head = f"== {log.path} (target {log.target}{task}): last {len(log.tail)} line(s)"
+            print(safetext.plain_line(head), file=out)
+            # A log is the task's (a box's) text: its escapes must not reach the terminal.
+            for line in log.tail:
+                print(safetext.plain_line(f"   {line}"), file=out)
+
+
+def _print_waiting(logs: Sequence[TaskLog], out: TextIO, some: Callable[[list[str]], str]) -> None:
+    waiting = [log.target for log in logs if log.tail is None]
+    if waiting:  # one line, not one per task: an array may hold a thousand not started yet
+        print(f"== no log yet: {some(waiting)}", file=out)
+
+
+def _log_docs(logs: Sequence[TaskLog]) -> list[dict[str, Any]]:
+    return [{"target": g.target, "index": g.index, "path": g.path, "tail": g.tail} for g in logs]
 
 
 def cancel_doc(plan: Plan, *, by: str | None, dry_run: bool) -> dict[str, Any]:
@@ -215,10 +234,7 @@ def cancel_doc(plan: Plan, *, by: str | None, dry_run: bool) -> dict[str, Any]:
         "cancel_ids": plan.cancel_ids,
         "targets": plan.targets,
         "by": by,
-        "logs": [
-            {"target": g.target, "index": g.index, "path": g.path, "tail": g.tail}
-            for g in plan.logs
-        ],
+        "logs": _log_docs(plan.logs),
     }
 
 

@@ -59,31 +59,34 @@ def finished_tasks(job: Job) -> Iterator[tuple[Task, str]]:
 
 
 def usages(job: Job) -> list[Usage]:
-    """Every finished task of ``job``, each target once."""
+    """Every finished task of ``job``, each target once, after each attempt its box executor
+    ran again (``Task.tries``)."""
     found = _CAP.search(job.text("array") or "")
     cap = int(found[1]) if found else None
     out: list[Usage] = []
-    for task, _ in finished_tasks(job):
-        started, ended = parse_time(task.started), parse_time(task.ended)
-        run = task.run_time_s
-        if run is None and started and ended and ended >= started:
-            run = (ended - started).total_seconds()
-        out.append(
-            Usage(
-                job=job.ledger_id,
-                array_cap=cap,
-                array_size=len(job.targets),
-                succeeded=task.succeeded,
-                failed=not task.succeeded and task.state != "CANCELLED",
-                started=started.timestamp() if started else None,
-                ended=ended.timestamp() if ended else None,
-                run_time_s=run,
-                cpu_time_s=task.cpu_time_s,
-                alloc_cpus=task.alloc_cpus,
-                alloc_gpus=task.alloc_gpus,
-            )
-        )
+    for last, _ in finished_tasks(job):
+        out += [_usage(job, task, cap) for task in (*last.tries, last)]
     return out
+
+
+def _usage(job: Job, task: Task, cap: int | None) -> Usage:
+    started, ended = parse_time(task.started), parse_time(task.ended)
+    run = task.run_time_s
+    if run is None and started and ended and ended >= started:
+        run = (ended - started).total_seconds()
+    return Usage(
+        job=job.ledger_id,
+        array_cap=cap,
+        array_size=len(job.targets),
+        succeeded=task.succeeded,
+        failed=not task.succeeded and task.state != "CANCELLED",
+        started=started.timestamp() if started else None,
+        ended=ended.timestamp() if ended else None,
+        run_time_s=run,
+        cpu_time_s=task.cpu_time_s,
+        alloc_cpus=task.alloc_cpus,
+        alloc_gpus=task.alloc_gpus,
+    )
 
 
 @dataclass(frozen=True)

@@ -120,29 +120,33 @@ def queue_wait(job: Job, task: Task) -> float | None:
 
 
 def samples(job: Job) -> list[Sample]:
-    """Every finished task of ``job``, each target once (a repeated target is one task).
+    """Every finished task of ``job``, each target once (a repeated target is one task), and
+    before it each attempt its box executor ran again (``Task.tries``: an attempt like a
+    scheduler retry's job).
 
     Queue wait is the task's start less the job's submission (an array's later tasks waited
-    longer), else the job's own queue wait.
+    longer), else the job's own queue wait; a task's first attempt alone waited in a queue.
     """
     out: list[Sample] = []
-    for task, state in finished_tasks(job):
-        wait = queue_wait(job, task)
-        failure = None
-        if not task.succeeded:
-            # A failed task whose log matched no catalog entry counts under the category its
-            # scheduler verdict names; any other final state under its own name (FAILED).
-            failure = task.category or STATE_CATEGORIES.get(state, state)
-        out.append(
-            Sample(
-                state=state,
-                failure=failure,
-                queue_wait_s=wait,
-                run_time_s=task.run_time_s,
-                max_rss=task.max_rss,
-                req_mem=task.req_mem,
+    for last, _ in finished_tasks(job):
+        for n, task in enumerate((*last.tries, last)):
+            if task.state is None:
+                continue
+            failure = None
+            if not task.succeeded:
+                # A failed task whose log matched no catalog entry counts under the category
+                # its scheduler verdict names; any other final state under its own name.
+                failure = task.category or STATE_CATEGORIES.get(task.state, task.state)
+            out.append(
+                Sample(
+                    state=task.state,
+                    failure=failure,
+                    queue_wait_s=queue_wait(job, task) if n == 0 else None,
+                    run_time_s=task.run_time_s,
+                    max_rss=task.max_rss,
+                    req_mem=task.req_mem,
+                )
             )
-        )
     return out
 
 

@@ -131,8 +131,11 @@ class Summary:
         return sum(g.count(outcome) for g in self.groups)
 
 
-def _attempt(job: Job, target: str, n: int, cost: float | None) -> Attempt:
-    task = job.task(target) or Task(index=0, state=job.state)
+def _attempt(
+    job: Job, target: str, n: int, task: Task, *, cost: float | None, first: bool
+) -> Attempt:
+    """``task`` as one attempt: the job's task, or an attempt its box executor ran again
+    (``first``: the job's first attempt, the only one that waited in a queue)."""
     started, ended = parse_time(task.started), parse_time(task.ended)
     run = task.run_time_s
     if run is None and started is not None and ended is not None and ended >= started:
@@ -149,23 +152,24 @@ def _attempt(job: Job, target: str, n: int, cost: float | None) -> Attempt:
         submitted=parse_time(job.text("submitted")) or parse_time(job.first_time),
         started=started,
         ended=ended,
-        queue_wait_s=rightsizing.queue_wait(job, task) if started else None,
+        queue_wait_s=rightsizing.queue_wait(job, task) if started and first else None,
         run_time_s=run if task.finished else None,
         cost=cost,
     )
 
 
 def _stuck(
-    job: Job, target: str, runs: Mapping[str, Sequence[Job]], policy: retry.Policy | None
+    job: Job,
+    task: Task,
+    target: str,
+    runs: Mapping[str, Sequence[Job]],
+    policy: retry.Policy | None,
 ) -> str | None:
     """Why a failed target needs a person, or None (a retry or a fix may still do)."""
-    task = job.task(target)
-    if task is None:
-        return None
     tripped = gates.tripped_run(target, runs.get(target, ()), job.target_fingerprint(target))
     if tripped is not None:
         return f"breaker: {tripped[0]}, {gates.BREAKER_RUN} times in a row"
-    spent = policy is not None and retry.attempt_of(job) >= policy.max_attempts
+    spent = policy is not None and retry.attempts_made(job, task) >= policy.max_attempts
     why = retry.why_retried(task)  # what oom_retry retries: a host or GPU OOM, a preemption
     if why is not None and policy is not None and spent:
         ended = "were preempted" if why == retry.PREEMPTION else "ran out of memory"
@@ -175,29 +179,32 @@ def _stuck(
     return None
 
 
+# One attempt of a target: its job, its task there (a job's task, or one of the attempts the
+# job's box executor ran again: Task.tries), and what the report says of it.
+Link = tuple[Job, Task, Attempt]
+
+
 def _outcome(
-    chain: Sequence[tuple[Job, Attempt]],
+    chain: Sequence[Link],
     runs: Mapping[str, Sequence[Job]],
     policy: retry.Policy | None,
 ) -> Outcome:
-    job, last = chain[-1]
-    task = job.task(last.target)
+    job, task, last = chain[-1]
     base = Outcome(target=last.target, outcome="running", attempts=len(chain), last=last)
-    if task is None or not task.finished:
+    if not task.finished:
         return base
     if task.succeeded:
-        oom = any(_oom(j, a.target) for j, a in chain[:-1])
+        oom = any(_oom(t) for _, t, _ in chain[:-1])
         return replace(base, outcome="oom-retried" if oom else "completed")
     if task.state == "CANCELLED":
         return replace(base, outcome="cancelled")
-    why = _stuck(job, last.target, runs, policy)
+    why = _stuck(job, task, last.target, runs, policy)
     return replace(base, outcome="failed" if why is None else "stuck", stuck=why)
 
 
-def _oom(job: Job, target: str) -> bool:
-    """Whether the target's task ran out of memory, by the retry rule's own reading."""
-    task = job.task(target)
-    return task is not None and retry.why_retried(task) in (retry.HOST_OOM, retry.GPU_OOM)
+def _oom(task: Task) -> bool:
+    """Whether the task ran out of memory, by the retry rule's own reading."""
+    return retry.why_retried(task) in (retry.HOST_OOM, retry.GPU_OOM)
 
 
 GroupKey = tuple[str, str | None, str]  # manifest, phase, stage
@@ -217,7 +224,7 @@ def summarize(
     for job in everything:
         for target in dict.fromkeys(job.targets):
             runs.setdefault(target, []).append(job)
-    chains: dict[GroupKey, dict[str, list[tuple[Job, Attempt]]]] = {}
+    chains: dict[GroupKey, dict[str, list[Link]]] = {}
     costs: dict[GroupKey, dict[str, list[float]]] = {}
     for job in sorted(jobs, key=Job.sort_key):
         where, stage = job.text("manifest"), job.stage
@@ -232,14 +239,19 @@ def summarize(
                 used, held = charged[1][index]
                 unit = costs.setdefault(key, {}).setdefault(charged[0], [0.0, 0.0])
                 unit[0], unit[1] = unit[0] + used, unit[1] + held
-            chain.append((job, _attempt(job, target, len(chain) + 1, used)))
+            task = job.task(target) or Task(index=0, state=job.state)
+            # The attempts its box executor ran again come first (their cost is the job's).
+            for n, one in enumerate((*task.tries, task)):
+                cost = used if one is task else None
+                made = _attempt(job, target, len(chain) + 1, one, cost=cost, first=n == 0)
+                chain.append((job, one, made))
     groups = [
         Group(
             manifest=key[0],
             phase=key[1],
             stage=key[2],
             targets=tuple(_outcome(chain, runs, policy_of(key[0])) for chain in by_target.values()),
-            attempts=tuple(a for chain in by_target.values() for _, a in chain),
+            attempts=tuple(a for chain in by_target.values() for _, _, a in chain),
             costs=tuple(Cost(u, c[0], c[1]) for u, c in sorted(costs.get(key, {}).items())),
         )
         for key, by_target in chains.items()

@@ -156,6 +156,10 @@ class JobState:
     reason: str | None = None  # why it ended so, when the backend or the runner knows it
     task: int | None = None
     tasks: Mapping[int, JobState] = field(default_factory=lambda: MappingProxyType({}))
+    # A box executor's retries within the job (oom_retry on a box): the task's attempt now, and
+    # each earlier attempt it ran again, oldest first, as a task of its own (its ``attempt``).
+    attempt: int | None = None
+    tries: tuple[JobState, ...] = ()
 
 
 def live(jobs: Iterable[JobState]) -> tuple[JobState, ...]:

@@ -6,6 +6,7 @@ Below the fold (campaignops.model.ledger_fold), which builds them, and the per-t
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import math
@@ -140,9 +141,16 @@ class Job:
         if found is None:
             return None
         index, fields = found
-        if fields is not None:
-            return Task.of(index, fields)
-        return Task(index=index, state=self._unreported())
+        if fields is None:
+            return Task(index=index, state=self._unreported())
+        task = Task.of(index, fields)
+        if fields is self.record:  # a job of one target: its task's entry holds only its tries
+            tasks = self.record.get("tasks")
+            own = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
+            if isinstance(own, Mapping) and own.get("tries"):
+                again = Task.of(index, own)
+                return dataclasses.replace(task, attempt=again.attempt, tries=again.tries)
+        return task
 
     def end(self, target: str) -> tuple[str | None, int | None] | None:
         """``target``'s state and exit code in this job, as ``task`` reads them without the
@@ -208,6 +216,10 @@ class Task:
     category: str | None = None
     # campaign pull's verdict on the task's outputs (ssh backends): "verified", or what is wrong.
     pulled: str | None = None
+    # A box executor's retries within the job (its oom_retry): this attempt's number, and each
+    # earlier attempt it ran again, oldest first (docs/formats.md, the ledger's ``tries``).
+    attempt: int | None = None
+    tries: tuple[Task, ...] = ()
 
     @classmethod
     def of(cls, index: int, fields: Mapping[str, Any]) -> Task:
@@ -236,6 +248,8 @@ class Task:
             entry=entry if isinstance(entry, str) else None,
             category=category if isinstance(category, str) else None,
             pulled=text("pulled"),
+            attempt=_int(fields.get("attempt")),
+            tries=_tries(index, fields.get("tries")),
         )
 
     @property
@@ -245,6 +259,18 @@ class Task:
     @property
     def finished(self) -> bool:
         return self.state in FINISHED
+
+
+def _tries(index: int, value: object) -> tuple[Task, ...]:
+    """The recorded ``tries`` (a list of task entries), each read as a task; tries nested in
+    one are not read (an earlier attempt has none, and a crafted line must not recurse)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        Task.of(index, {k: v for k, v in one.items() if k != "tries"})
+        for one in value
+        if isinstance(one, Mapping)
+    )
 
 
 def succeeded(state: str | None, exit_code: int | None) -> bool:

@@ -148,6 +148,8 @@ def view(jobdir: Path) -> dict[str, Any]:
         return {"state": "UNKNOWN", "executor_alive": False, "tasks": {}, "error": exc.message}
     state, tasks = executor.state, executor.tasks
     public = {k: {f: tasks[k].get(f) for f in PUBLIC} for k in executor.order}
+    for k in executor.order:  # the attempts it ran again after a GPU OOM, once there are any
+        public[k].update({"tries": tasks[k]["tries"]} if tasks[k].get("tries") else {})
     return {
         "state": state["state"],
         "executor_alive": alive(state.get("executor")),
@@ -236,9 +238,10 @@ def cmd_outputs(jobdir: Path) -> dict[str, Any]:
     return found
 
 
-def cmd_tails(root: Path, pairs: Sequence[str]) -> dict[str, Any]:
+def cmd_tails(root: Path, pairs: Sequence[str], running: bool = False) -> dict[str, Any]:
     """The last TAIL_LINES lines (at most HOME_TAIL_BYTES) of each named task's log, for the
-    tasks (``JOB=1,4``) that have ended: what a refresh brings home (docs/runner.md)."""
+    tasks (``JOB=1,4``) that have ended (and, ``running``, those still running: cancel's
+    tail): what a refresh brings home (docs/runner.md)."""
     found: dict[str, Any] = {}
     for job, _, keys in (p.partition("=") for p in pairs):
         try:
@@ -246,7 +249,8 @@ def cmd_tails(root: Path, pairs: Sequence[str]) -> dict[str, Any]:
         except BoxError:
             executor = None
         for key in keys.split(",") if executor else ():
-            if executor and executor.tasks.get(key, {}).get("state") in FINISHED:
+            state = executor.tasks.get(key, {}).get("state") if executor else None
+            if executor and (state in FINISHED or (running and state == "RUNNING")):
                 with contextlib.suppress(OSError), executor.log(key).open("rb") as f:
                     f.seek(max(0, executor.log(key).stat().st_size - HOME_TAIL_BYTES))
                     lines = f.read().decode("utf-8", "replace").splitlines()[-TAIL_LINES:]
@@ -303,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tails = sub.add_parser("tails", help=text, description=text)
     tails.add_argument("root", help="<workdir>/.campaignops/jobs")
     tails.add_argument("pairs", nargs="*", metavar="JOB=INDICES")
+    tails.add_argument("--running", action="store_true", help="running tasks too (cancel's)")
     text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
     cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
@@ -314,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "verdict":
             result = cmd_verdict(Path(args.root), args.pairs)
         elif args.command == "tails":
-            result = cmd_tails(Path(args.root), args.pairs)
+            result = cmd_tails(Path(args.root), args.pairs, args.running)
         else:
             jobdir = Path(args.jobdir).absolute()
             if args.command == "start":

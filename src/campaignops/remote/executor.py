@@ -240,6 +240,9 @@ class Executor:
                     t["attempts"], retry["max_attempts"]
                 )
                 delay = float(retry.get("delay_s") or 0)
+                # Each retried attempt's end stays in the status (the runner's ledger keeps it).
+                t.setdefault("tries", []).append({"attempt": t["attempts"], "start": t["start"],
+                    "end": t["end"], "exit_code": code, "gpu": t["gpu"], "reason": reason})  # fmt: skip
                 t.update(state="PENDING", gpu=None, reason=reason, not_before=time.time() + delay)
             else:
                 t.update(state="OUT_OF_MEMORY", reason="oom: {} attempts".format(t["attempts"]))

@@ -62,26 +62,66 @@ def _changed(job: ledger.Job, index: int, entry: dict[str, object]) -> bool:
     return any(recorded.get(k) != v for k, v in entry.items())
 
 
+def _recorded(job: ledger.Job, index: int) -> tuple[list[object], object]:
+    """The task's recorded ``tries`` and ``attempt``."""
+    tasks = job.record.get("tasks")
+    known = tasks.get(str(index)) if isinstance(tasks, Mapping) else None
+    if not isinstance(known, Mapping):
+        return [], None
+    found = known.get("tries")
+    return (list(found) if isinstance(found, list) else []), known.get("attempt")
+
+
+def tried(
+    job: ledger.Job, index: int, task: JobState, diagnoser: Diagnoser | None
+) -> dict[str, object]:
+    """The attempts a box executor ran again within the job (``task.tries``) as the task's
+    entry keeps them: ``attempt`` (the task's now) and ``tries``, each an ended task entry with
+    its ``attempt``, signature and diagnosis, as a scheduler retry's job would have them. An
+    attempt's end never changes: those recorded are kept, only new ones diagnosed. Empty when
+    nothing new."""
+    kept, attempt = _recorded(job, index)
+    if not task.tries or (len(task.tries) <= len(kept) and task.attempt == attempt):
+        return {}
+    tries = kept[:]
+    for one in task.tries[len(kept) :]:
+        signature, diagnosis = _explain(one, index if len(job.targets) > 1 else None, diagnoser)
+        entry = lw.task_fields(one, signature=signature) | {"attempt": one.attempt}
+        tries.append(entry if diagnosis is None else entry | {"diagnosis": diagnosis})
+    return {"attempt": task.attempt, "tries": tries}
+
+
 def judge(
     job: ledger.Job, state: JobState, diagnoser: Diagnoser | None = None
 ) -> tuple[JobState, dict[int, dict[str, object]]]:
     """The job's state for the ledger, and the entries of its tasks that changed (a task that
-    newly ended in failure diagnosed by ``diagnoser``). An array is finished only when each of
-    its targets' tasks has ended (a scheduler that folds an array early, or accounts some
-    tasks late, does not end it)."""
+    newly ended in failure diagnosed by ``diagnoser``; the attempts a box executor ran again:
+    ``tried``). An array is finished only when each of its targets' tasks has ended (a
+    scheduler that folds an array early, or accounts some tasks late, does not end it)."""
     size = len(job.targets)
     entries: dict[int, dict[str, object]] = {}
+    if size == 1 and 0 in state.tasks:
+        # A job of one target keeps its outcome in the job's own fields; its task's entry
+        # holds only the attempts its executor ran again.
+        again = tried(job, 0, state.tasks[0], diagnoser)
+        if again:
+            entries[0] = again
     if size > 1:
         for index, task in state.tasks.items():
             if 0 <= index < size and task.state != "UNKNOWN":
                 entry = lw.task_fields(task, reason=reason_of(task.state, task.exit_code))
-                if _changed(job, index, entry):
+                again = tried(job, index, task, diagnoser)
+                if again or _changed(job, index, entry):
                     signature, diagnosis = _explain(task, index, diagnoser)
-                    entries[index] = entry | {
-                        k: v
-                        for k, v in (("signature", signature), ("diagnosis", diagnosis))
-                        if v is not None
-                    }
+                    entries[index] = (
+                        entry
+                        | {
+                            k: v
+                            for k, v in (("signature", signature), ("diagnosis", diagnosis))
+                            if v is not None
+                        }
+                        | again
+                    )
         ended = all(
             index in state.tasks and state.tasks[index].state in FINISHED for index in range(size)
         )

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import getpass
 import socket
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from campaignops.backends import command as scheduler
@@ -63,6 +63,9 @@ class Cancelled:
     plan: Plan
     by: str
     reason: str | None
+    # The plan's logs, each with the tail the backend's cancel call brought where none was
+    # here (a box task's log is on its box until a refresh sees it end).
+    logs: tuple[TaskLog, ...] = ()
 
 
 def actor() -> str:
@@ -166,9 +169,10 @@ def cancel(
     call: Call = scheduler.call,
 ) -> Cancelled:
     """One backend call for the plan's ids; the cancel record once the backend accepted it."""
-    be = backends.for_page(plan.backend, backends.page(root, plan.backend), root=root)
+    page = backends.page(root, plan.backend)
+    be = backends.for_page(plan.backend, page, root=root)
     try:
-        backends.calling(be, call)(be.cancel_argv(plan.cancel_ids))
+        answer = backends.calling(be, call)(be.cancel_argv(plan.cancel_ids))
     except scheduler.SchedulerRejected as exc:
         raise CancelRefused(
             message=f"{plan.backend} did not cancel {', '.join(plan.cancel_ids)}: {exc.message}",
@@ -185,4 +189,15 @@ def cancel(
         reason=reason,
     )
     lw.append(root, [record])
-    return Cancelled(plan=plan, by=by, reason=reason)
+    kind = backends.kind_of(page)
+    brought = kind.cancel_tails(answer.stdout, plan.job_id) if kind is not None else {}
+    logs = tuple(_brought(log, brought) for log in plan.logs)
+    return Cancelled(plan=plan, by=by, reason=reason, logs=logs)
+
+
+def _brought(log: TaskLog, brought: Mapping[int, str]) -> TaskLog:
+    """``log`` with the tail the cancel call brought for its task, where it had none."""
+    text = brought.get(0 if log.index is None else log.index)
+    if log.tail is not None or text is None:
+        return log
+    return replace(log, tail=tuple(text.splitlines()[-TAIL_LINES:]))

@@ -127,6 +127,12 @@ def attempt_of(job: ledger.Job) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
 
 
+def attempts_made(job: ledger.Job, task: ledger.Task) -> int:
+    """How many attempts of ``task``'s target ``job`` ends: the submission's own attempt number,
+    and each attempt its box executor ran again within the job (``task.tries``)."""
+    return attempt_of(job) + len(task.tries)
+
+
 # One retry submission's group: manifest, stage, backend, attempt, memory factor, memory had.
 _Key = tuple[str, str, str, int, float | None, str | None]
 

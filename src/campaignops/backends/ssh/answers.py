@@ -118,6 +118,32 @@ TASK_FIELDS = {
 GPU_FIELDS = ("index", "memory_used_mib", "memory_total_mib")
 
 
+# A retried attempt's fields (boxexec ``tries``: each attempt its executor ran again after a GPU
+# out-of-memory), by type; at most MAX_TRIES of them (an oom_retry's max_attempts is small).
+TRY_FIELDS = {
+    "attempt": WHOLE,
+    "start": TEXT,
+    "end": TEXT,
+    "exit_code": WHOLE,
+    "gpu": WHOLE,
+    "reason": TEXT,
+}
+MAX_TRIES = 100
+
+
+def _tries(value: object, where: str) -> list[Json] | None:
+    if value is None:
+        return None
+    found = _list(value, where)
+    if len(found) > MAX_TRIES:
+        raise BadAnswer(message=f"{where} holds {len(found)} attempts (at most {MAX_TRIES})")
+    rows = [_object(raw, f"{where}[{n}]") for n, raw in enumerate(found)]
+    return [
+        {f: _field(row, f, f"{where}[{n}]", wanted=w) for f, w in TRY_FIELDS.items()}
+        for n, row in enumerate(rows)
+    ]
+
+
 def _tasks(value: object, where: str) -> Json:
     tasks: Json = {}
     for key, raw in _object(value, where).items():
@@ -125,6 +151,9 @@ def _tasks(value: object, where: str) -> Json:
             raise _bad(f"{where} key", "a task index (digits)", key)
         task = _object(raw, _at(where, key))
         tasks[key] = {f: _field(task, f, _at(where, key), wanted=w) for f, w in TASK_FIELDS.items()}
+        tries = _tries(task.get("tries"), f"{_at(where, key)}.tries")
+        if tries:
+            tasks[key]["tries"] = tries
     return tasks
 
 

@@ -127,12 +127,29 @@ def placement(stdout: str) -> list[dict[str, Any]] | None:
     return found if isinstance(found, list) else None
 
 
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tries(job_id: str, index: int, raw: object) -> tuple[JobState, ...]:
+    """The attempts the executor ran again after a GPU out-of-memory (boxexec ``tries``), each
+    ended FAILED with its exit code and the executor's reason (``oom: attempt 1 of 3;
+    retried``), which campaignops.backends.ssh.kind reads as the category oom-gpu."""
+    found = []
+    for one in raw if isinstance(raw, list) else ():
+        if isinstance(one, Mapping) and _whole(one.get("attempt")):
+            ended = _task(job_id, index, {**one, "state": "FAILED", "tries": None})
+            found.append(dataclasses.replace(ended, attempt=_whole(one["attempt"])))
+    return tuple(found)
+
+
 def _task(job_id: str, index: int, raw: Mapping[str, Any]) -> JobState:
     state = raw.get("state")
     code = raw.get("exit_code")
     started = raw.get("start") if isinstance(raw.get("start"), str) else None
     ended = raw.get("end") if isinstance(raw.get("end"), str) else None
     known = state if state in STATES else "UNKNOWN"
+    tries = _tries(job_id, index, raw.get("tries"))
     return JobState(
         job_id=job_id,
         task=index,
@@ -144,6 +161,8 @@ def _task(job_id: str, index: int, raw: Mapping[str, Any]) -> JobState:
         # (its last attempt's, for one the executor retried), so audit resources can use it.
         elapsed_s=_elapsed(started, ended) if known in FINISHED else None,
         reason=raw.get("reason") if isinstance(raw.get("reason"), str) else None,
+        attempt=_whole(raw.get("attempts")) if tries else None,
+        tries=tries,
     )
 
 
@@ -180,8 +199,8 @@ def _job(record: Mapping[str, Any]) -> JobState:
     state, code = fold(tasks)
     started = sorted(t.started for t in tasks.values() if t.started)
     ended = sorted(t.ended for t in tasks.values() if t.ended)
-    text = {
-        k: record.get(k) if isinstance(record.get(k), str) else None
+    text: dict[str, str | None] = {
+        k: value if isinstance(value := record.get(k), str) else None
         for k in ("name", "comment", "submitted")
     }
     return JobState(
@@ -197,7 +216,9 @@ def _job(record: Mapping[str, Any]) -> JobState:
         if state in FINISHED
         else None,
         tasks=MappingProxyType(tasks),
-        **text,
+        name=text["name"],
+        comment=text["comment"],
+        submitted=text["submitted"],
     )
 
 

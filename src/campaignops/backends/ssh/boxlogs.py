@@ -24,7 +24,7 @@ from typing import Any
 from campaignops.backends.local import machine as local
 from campaignops.backends.ssh import outputs as outputpaths
 from campaignops.backends.ssh import pullcopy
-from campaignops.backends.ssh.answers import index_of
+from campaignops.backends.ssh.answers import BadAnswer, index_of, loads
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import CampaignError
@@ -69,14 +69,33 @@ def wanted(
     return found
 
 
-def command(executor: str, jobs_root: str, asked: Mapping[str, Sequence[int]]) -> str:
-    """The shell words that follow the status call in the same ssh call (empty: nothing
-    asked). An executor too old to have ``tails`` fails quietly: the status stands."""
+def command(
+    executor: str, jobs_root: str, asked: Mapping[str, Sequence[int]], *, running: bool = False
+) -> str:
+    """The shell words that follow the status call (or cancel's: ``running``, the tails of
+    tasks still running too) in the same ssh call (empty: nothing asked). An executor too old
+    to have ``tails`` (or ``--running``) fails quietly: the status stands."""
     if not asked:
         return ""
     pairs = [f"{job}={','.join(str(i) for i in indices)}" for job, indices in sorted(asked.items())]
-    words = shlex.join(["python3", executor, "tails", jobs_root, *pairs])
+    more = ["--running"] if running else []
+    words = shlex.join(["python3", executor, "tails", jobs_root, *pairs, *more])
     return f" && {{ echo; echo {MARK}; {words} || true; }}"
+
+
+def read(tails: str, job_id: str, asked: Sequence[int]) -> dict[str, str]:
+    """From a ``tails`` answer (box input): the text of each task of ``job_id`` asked about,
+    by index, at most LIMIT bytes each; nothing from an answer that is not one."""
+    try:
+        found = loads(tails, "the log tails") if tails.strip() else None
+    except BadAnswer:
+        return {}
+    tasks = found.get(job_id) if isinstance(found, dict) else None
+    return {
+        key: text.encode("utf-8", "replace")[-LIMIT:].decode("utf-8", "replace")
+        for key, text in (tasks.items() if isinstance(tasks, dict) else ())
+        if (index := index_of(key)) is not None and index in asked and isinstance(text, str)
+    }
 
 
 def split(stdout: str) -> tuple[str, str]:

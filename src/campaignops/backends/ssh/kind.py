@@ -4,15 +4,21 @@ connections' warning, where a cell ran and what it cost)."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Doubt, Kind
 from campaignops.core.errors import CampaignError
+from campaignops.model.catalog import GPU_OOM
 from campaignops.model.ledger import Job
 
 NEVER_CONNECTED = ": campaign pull, status, cancel and release never connect to it"
+# The box executor's reason for an attempt it ran again: its oom_retry patterns (the catalog's
+# GPU out-of-memory matchers) matched the attempt's log (remote/boxexec.py, Executor.ended).
+RETRIED_OOM = re.compile(r"oom: attempt [0-9]+ of [0-9]+; retried")
 
 
 def _serves(page: Mapping[str, Any]) -> bool:
@@ -65,6 +71,28 @@ def _doubts(root: Path) -> Iterator[Doubt]:
         )
 
 
+def _category(exit_code: int | None, reason: str | None) -> str | None:
+    return GPU_OOM if reason and RETRIED_OOM.fullmatch(reason) else None
+
+
+def _cancel_tails(stdout: str, job_id: str) -> dict[int, str]:
+    """What the cancel helper printed (``{"tails": {job: {index: text}}}``, backends/ssh/query.py,
+    the box's text already checked and cut there): the job's tails by index."""
+    from campaignops.backends.ssh.answers import index_of
+
+    try:
+        doc = json.loads(stdout) if stdout.strip() else None
+    except (ValueError, RecursionError):
+        return {}
+    tails = doc.get("tails") if isinstance(doc, dict) else None
+    found = tails.get(job_id) if isinstance(tails, dict) else None
+    return {
+        index: text
+        for key, text in (found.items() if isinstance(found, dict) else ())
+        if (index := index_of(key)) is not None and isinstance(text, str)
+    }
+
+
 def _aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozenset[str]:
     from campaignops.backends.ssh.instances import of_page
 
@@ -86,4 +114,6 @@ KIND = Kind(
     doubts=_doubts,
     cell_note=_cell_note,
     aliases=_aliases,
+    verdict_category=_category,
+    cancel_tails=_cancel_tails,
 )

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from campaignops.backends.ssh import afterok as sshafter
@@ -266,8 +266,12 @@ def siblings(root: Path, backend: str, names: Sequence[str], *, every: bool) -> 
     return status(root, backend, chosen)
 
 
-def cancel(root: Path, backend: str, ids: Sequence[str]) -> None:
+def cancel(root: Path, backend: str, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Ask each box's executor to cancel; the same call brings each cancelled task's log tail
+    (boxlogs: running tasks too, bounded), shown by campaign cancel and never written here
+    (the refresh brings the final one home). Returns job id → index → tail."""
     failed = []
+    tails: dict[str, dict[str, str]] = {}
     for ref in ids:
         base, _, index = ref.partition("_")
         records = placements(root, backend, [base])
@@ -281,17 +285,25 @@ def cancel(root: Path, backend: str, ids: Sequence[str]) -> None:
                 continue
             words = ["python3", box.executor, "cancel", str(entry["job_dir"])]
             words += ["--tasks", index] if index else []
+            asked = [int(index)] if index else list(entry.get("indices") or [])
+            jobs_root = str(PurePosixPath(str(entry["job_dir"])).parent)
+            command = shlex.join(words)
+            command += boxlogs.command(box.executor, jobs_root, {base: asked}, running=True)
             try:
-                sshlink.checked(
-                    sshlink.call(box.instance, shlex.join(words)), box.instance, "cancel"
+                stdout = sshlink.checked(
+                    sshlink.call(box.instance, command), box.instance, "cancel"
                 )
             except CampaignError as exc:
                 failed.append(exc.message)
+                continue
+            said = boxlogs.read(boxlogs.split(stdout)[1], base, asked)
+            tails.setdefault(base, {}).update(said)
     if failed:
         raise CampaignError(
             message="; ".join(failed),
             hint="the other instances were cancelled; cancel again once the box answers",
         )
+    return tails
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -315,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "siblings":
             print(json.dumps(siblings(args.root, args.backend, args.ids, every=args.all)))
         else:
-            cancel(args.root, args.backend, args.ids)
+            print(json.dumps({"tails": cancel(args.root, args.backend, args.ids)}))
     except CampaignError as exc:
         print(
             f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr

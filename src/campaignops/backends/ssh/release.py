@@ -9,6 +9,7 @@ runs it with ``--yes``), and records that. Nothing here is ever run automaticall
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import shlex
 import subprocess
@@ -48,15 +49,39 @@ def _jobs(root: Path) -> list[ledger.Job]:
     return list(ledger_snapshot.read(root).jobs)
 
 
+def superseded(jobs: Sequence[ledger.Job]) -> set[tuple[str, int]]:
+    """The cells (ledger id, index) that a later placed job at the same stage ran again (its
+    target's newer attempt: ``submit --failed`` after a fix). The newer attempt is the cell's
+    outcome, as everywhere else (ledger.latest_attempts): the older one is neither pulled with
+    every job nor in the way of a release."""
+    latest: dict[tuple[str, str], tuple[str, int]] = {}
+    older: set[tuple[str, int]] = set()
+    placed = (j for j in jobs if j.job_id and j.record.get("placement"))
+    for job in sorted(placed, key=ledger.Job.sort_key):
+        for index, target in enumerate(job.targets):
+            key = (job.stage or "", target)
+            if key in latest:
+                older.add(latest[key])
+            latest[key] = (job.ledger_id, index)
+    return older
+
+
 def _shares(jobs: Sequence[ledger.Job], job: str | None) -> list[pull.Placed]:
     shares = pull.placements(jobs)
-    if job is not None:
-        shares = [s for s in shares if job in (s.job_id, s.ledger_id)]
-        if not shares:
-            raise UsageError(
-                message=f"no ssh job {job!r} in the ledger",
-                hint="campaign status lists the jobs; pull takes an ssh backend's job id",
-            )
+    if job is None:  # every job: each cell's newest attempt only
+        older = superseded(jobs)
+        shares = [
+            dataclasses.replace(s, indices=kept)
+            for s in shares
+            if (kept := tuple(i for i in s.indices if (s.ledger_id, i) not in older))
+        ]
+        return shares
+    shares = [s for s in shares if job in (s.job_id, s.ledger_id)]
+    if not shares:
+        raise UsageError(
+            message=f"no ssh job {job!r} in the ledger",
+            hint="campaign status lists the jobs; pull takes an ssh backend's job id",
+        )
     return shares
 
 
@@ -106,6 +131,7 @@ def _pulled(job: ledger.Job, index: int) -> str | None:
 def blocking(jobs: Sequence[ledger.Job], instance: str) -> tuple[list[str], int]:
     """What keeps ``instance`` from being released (one line per cell), and its cell count."""
     by_id = {j.ledger_id: j for j in jobs}
+    older = superseded(jobs)
     lines: list[str] = []
     count = 0
     for share in pull.placements(jobs):
@@ -114,6 +140,8 @@ def blocking(jobs: Sequence[ledger.Job], instance: str) -> tuple[list[str], int]
         job = by_id[share.ledger_id]
         names = job.targets
         for index in share.indices:
+            if (share.ledger_id, index) in older:
+                continue  # a later job ran the cell again: that attempt is what must be home
             count += 1
             verdict = _pulled(job, index)
             if verdict != pull.VERIFIED:

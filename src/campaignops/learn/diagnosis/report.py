@@ -36,6 +36,9 @@ class Subject:
     ledger_id: str | None = None
     target: str | None = None
     stage: str | None = None
+    # The attempts its box executor ran again within the job (ledger ``tries``), oldest first:
+    # each as status --refresh recorded it.
+    tries: tuple[ledger.Task, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,7 @@ def _of_task(
         ledger_id=job.ledger_id,
         target=target,
         stage=job.stage,
+        tries=task.tries if task else (),
     )
     return _report(subject, found, today=today)
 
@@ -231,6 +235,16 @@ def as_json(report: Report) -> dict[str, Any]:
             "reason": found.evidence.reason,
         },
         "signature": found.signature,
+        "tries": [
+            {
+                "attempt": t.attempt,
+                "state": t.state,
+                "exit_code": t.exit_code,
+                "reason": t.reason,
+                "diagnosis": {"entry": t.entry, "category": t.category},
+            }
+            for t in report.subject.tries
+        ],
         "last_error": (
             {"line": found.last_error.number, "text": found.last_error.text}
             if found.last_error is not None
@@ -256,6 +270,10 @@ def as_text(report: Report) -> str:
     lines = [f"task      {subject.ref}" + (f" ({subject.target})" if subject.target else "")]
     if subject.log:
         lines.append(f"log       {subject.log}" + ("" if subject.log_read else " (not found)"))
+    for t in subject.tries:  # an attempt its executor ran again, as the refresh recorded it
+        said = Evidence(state=t.state, exit_code=t.exit_code, reason=t.reason).describe()
+        why = t.category + (f" ({t.entry})" if t.entry else "") if t.category else "unknown"
+        lines.append(f"attempt   {t.attempt or '?'}: {said}; {why}")
     lines.append(f"verdict   {found.evidence.describe()}")
     if report.completed:
         lines.append(COMPLETED_TEXT)
