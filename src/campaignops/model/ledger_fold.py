@@ -17,6 +17,8 @@ missing is still read.
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import math
 import re
@@ -69,9 +71,11 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
 
 
-def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
+def _merge(target: dict[str, Any], rec: Mapping[str, Any], words: dict[str, str]) -> None:
     """Fold one record into its job's fields (which the fold owns, so it updates in place:
-    copying a 1,000-task map for every state record made the fold quadratic)."""
+    copying a 1,000-task map for every state record made the fold quadratic). Keys and string
+    values are taken through ``words``, so equal ones are one object: JSON decodes each line's
+    keys anew, and a year of jobs repeats the same few states, stages and fingerprints."""
     for key, value in rec.items():
         # A non-finite number (1e999, NaN: valid to Python's JSON) is absent, like a null.
         if value is None or (value.__class__ is float and not math.isfinite(value)):
@@ -83,14 +87,35 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
                 if isinstance(fields, Mapping):
                     base = _own(tasks.get(index))
                     base.update(
-                        (k, v)
+                        (_word(k, words), _shared(v, words))
                         for k, v in fields.items()
                         if v is not None and not (v.__class__ is float and not math.isfinite(v))
                     )
-                    tasks[index] = base
+                    tasks[_word(index, words)] = base
             target["tasks"] = tasks
         else:
-            target[key] = value  # replaced whole, never edited: shared with the record
+            # Replaced whole, never edited: shared with the record (or its compact copy).
+            target[_word(key, words)] = _shared(value, words)
+
+
+def _word(text: str, words: dict[str, str]) -> str:
+    return words.setdefault(text, text)
+
+
+def _shared(value: Any, words: dict[str, str]) -> Any:
+    """``value`` with its strings (and its maps' keys), one level down, taken from ``words``:
+    what a job keeps of a record is mostly short strings that other jobs repeat."""
+    kind = value.__class__
+    if kind is str:
+        return words.setdefault(value, value)
+    if kind is dict:
+        return {
+            words.setdefault(k, k): words.setdefault(v, v) if v.__class__ is str else v
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [words.setdefault(v, v) if v.__class__ is str else v for v in value]
+    return value
 
 
 def _own(value: object) -> dict[str, Any]:
@@ -103,8 +128,9 @@ def _own(value: object) -> dict[str, Any]:
 def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Merge records by ledger_id in file order: later non-null fields override earlier ones."""
     merged: dict[str, dict[str, Any]] = {}
+    words: dict[str, str] = {}
     for rec in records:
-        _merge(merged.setdefault(str(rec["ledger_id"]), {}), rec)
+        _merge(merged.setdefault(str(rec["ledger_id"]), {}), rec, words)
     return merged
 
 
@@ -144,18 +170,19 @@ class Folding:
             order=self.order,
         )
 
-    def feed(self, text: str) -> None:
-        """Fold ``text``: the lines that follow those read so far (the last may be torn)."""
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        # Most ledgers are all UTF-8: look for undecodable bytes once, not on every line.
-        check = _UNDECODABLE.search(text) is not None
-        for number, raw in enumerate(lines, start=self.lines + 1):
-            line = raw.strip()
+    def feed(self, data: str | bytes) -> None:
+        """Fold ``data``: the lines that follow those read so far (the last may be torn). Bytes
+        (the ledger file's) are decoded a line at a time: a year's ledger is tens of MiB, and
+        its text and its list of lines besides it were most of a cold read's peak memory."""
+        words: dict[str, str] = {}  # for this feed only: what it shares is kept by the jobs
+        number = self.lines
+        for raw in _lines(data, bom=not self.lines):
+            number += 1
+            line = (raw if isinstance(raw, str) else raw.decode("utf-8", "surrogateescape")).strip()
             if not line:
                 continue
-            rec, reason = _record(line, check=check)
+            # Undecodable bytes are kept as surrogates, never in an ASCII line.
+            rec, reason = _record(line, check=not line.isascii())
             if rec is None:
                 self.skipped.append((number, reason))
                 continue
@@ -169,8 +196,8 @@ class Folding:
                 job = self.jobs[lid] = {} if kept is None else _thaw(kept)
                 if lid not in self.touched:
                     self.touched[lid] = self._before(lid, kept)
-            _merge(job, rec)
-        self.lines += len(lines)
+            _merge(job, rec, words)
+        self.lines = number
 
     def _before(self, lid: str, kept: Mapping[str, Any] | None) -> Before | None:
         """A job as the index saw it before this fold step changed it (None: a new one)."""
@@ -303,6 +330,21 @@ def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> lis
             n -= 1
         kept.insert(n, lid)
     return kept
+
+
+def _lines(data: str | bytes, *, bom: bool) -> Iterator[str | bytes]:
+    """``data``'s lines, one at a time (the last one too when no newline ends it); bytes from
+    a file's start lose a UTF-8 byte order mark, as ``decode`` drops it."""
+    if isinstance(data, str):
+        pieces = data.split("\n")  # text is what tests and a torn last line pass: small
+        if pieces[-1] == "":
+            pieces.pop()
+        yield from pieces
+        return
+    stream = io.BytesIO(data)  # shares the bytes: nothing is copied but each line
+    if bom and data.startswith(codecs.BOM_UTF8):
+        stream.seek(len(codecs.BOM_UTF8))
+    yield from stream
 
 
 def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:

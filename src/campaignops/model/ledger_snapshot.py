@@ -28,6 +28,7 @@ small ledger never has one. A snapshot that cannot be read or written is ignored
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import mmap
 import os
@@ -40,7 +41,7 @@ from typing import Any
 
 from campaignops.core import atomic, layout
 from campaignops.core.errors import CampaignError, InputError
-from campaignops.model.ledger_fold import Folding, Ledger, decode
+from campaignops.model.ledger_fold import Folding, Ledger
 from campaignops.model.ledger_index import Index
 
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
@@ -132,8 +133,8 @@ def read(root: Path) -> Ledger:
     else:
         loaded = _load(snapshot, data[:end]) if snapshot is not None else None
         folding, start = loaded if loaded is not None else (Folding(), 0)
-    fresh, before = data[start:end], folding.lines
-    folding.feed(decode(fresh) if start == 0 else fresh.decode("utf-8", "surrogateescape"))
+    before = folding.lines
+    folding.feed(data if (start, end) == (0, len(data)) else data[start:end])
     ledger = folding.ledger()  # frozen, and its index brought up to date
     if snapshot is not None and folding.lines - before >= SNAPSHOT_AFTER:
         _save(snapshot, data[:end], folding)
@@ -341,18 +342,26 @@ def _save(path: Path, covered: bytes, folding: Folding) -> None:
         heavy.append(raw)
         offset += len(raw) + 1
     index = folding.index.dumps() if folding.index is not None else b"null"
-    body = b"\n".join([_dump(rows), index, *heavy]) + b"\n"
+    # The body in pieces, never joined: a year's snapshot is tens of MiB, and its joined copy
+    # (and that copy again behind the header) were most of a cold read's peak memory.
+    body = [_dump(rows), index, *heavy]
+    del rows, heavy  # the rows dumped, and each record held by the body alone
+    size = sum(len(piece) + 1 for piece in body)
+    crc = 0
+    for piece in body:
+        crc = zlib.crc32(b"\n", zlib.crc32(piece, crc))
     head = {
         "format": FORMAT,
         "bytes": len(covered),
         "sha256": hashlib.sha256(covered).hexdigest(),
         "lines": folding.lines,
         "skipped": folding.skipped,
-        "body_bytes": len(body),
-        "body_crc": zlib.crc32(body),
+        "body_bytes": size,
+        "body_crc": crc,
     }
+    pieces = (part for piece in body for part in (piece, b"\n"))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_atomic(path, json.dumps(head).encode() + b"\n" + body)
+        atomic.write_atomic(path, itertools.chain([json.dumps(head).encode() + b"\n"], pieces))
     except (OSError, CampaignError):
         pass  # a cache: the next command parses the lines again
