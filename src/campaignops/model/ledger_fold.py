@@ -33,6 +33,11 @@ from campaignops.model.ledger_job import Job as Job
 from campaignops.model.ledger_job import Skipped as Skipped
 from campaignops.model.ledger_job import Task as Task
 from campaignops.model.ledger_job import parse_time as parse_time
+from campaignops.model.ledger_packed import Packed
+
+# A cold read packs the jobs it has folded every this many lines (Folding.freeze): a year of
+# them as dicts was most of its peak memory. A job a later line updates is unpacked again.
+PACK_EVERY = 4096
 
 
 @dataclass(frozen=True)
@@ -194,9 +199,11 @@ class Folding:
             if job is None:
                 kept = self.kept.pop(lid, None)
                 job = self.jobs[lid] = {} if kept is None else _thaw(kept)
-                if lid not in self.touched:
-                    self.touched[lid] = self._before(lid, kept)
+                if lid not in self.touched:  # as it was: the thawed copy, not yet merged into
+                    self.touched[lid] = self._before(lid, None if kept is None else job)
             _merge(job, rec, words)
+            if number % PACK_EVERY == 0:
+                self.freeze()  # what a cold read holds stays packed while it reads on
         self.lines = number
 
     def _before(self, lid: str, kept: Mapping[str, Any] | None) -> Before | None:
@@ -209,9 +216,10 @@ class Folding:
         return Before(pairs=pairs, key=job.sort_key(), counted=(job.stage, job.state_shown))
 
     def freeze(self) -> None:
-        """Make every job read-only (``kept``): a later ``feed`` copies what it updates."""
+        """Make every job read-only and compact (``kept``, Packed): a later ``feed`` copies
+        back what it updates."""
         for lid, fields in self.jobs.items():
-            self.kept[lid] = MappingProxyType(fields)
+            self.kept[lid] = Packed.of(fields)
         self.jobs.clear()
 
     def ledger(self) -> Ledger:
@@ -222,8 +230,8 @@ class Folding:
         made = _Made(dict(self.first), dict(self.kept))
         self.order = _sorted(made, self.order, self.touched)
         skipped = (Skipped(line=n, reason=r, last=n == self.lines) for n, r in self.skipped)
-        if self.index is None:
-            self.index = Index.build(map(made.job, self.order))
+        if self.index is None:  # every job looked into once, none kept decoded
+            self.index = Index.build(map(made.fresh, self.order))
         elif self.touched:
             changed = ((made.job(lid), before) for lid, before in self.touched.items())
             self.index = self.index.updated(changed, key=lambda lid: made.job(lid).sort_key())
@@ -255,6 +263,17 @@ class _Made(Mapping[str, Job]):
                 ledger_id=lid, record=self._kept[lid], first_line=line, first_time=time
             )
         return found
+
+    def fresh(self, lid: str, *, whole: bool = True) -> Job:
+        """The job for one look, not kept: its record decoded for it alone (``whole``), or
+        as kept (a look at LIGHT fields only decodes nothing)."""
+        found = self._jobs.get(lid)
+        if found is not None:
+            return found
+        line, time = self._first[lid]
+        fields = self._kept[lid]
+        record = fields.unpacked() if whole and isinstance(fields, Packed) else fields
+        return Job(ledger_id=lid, record=record, first_line=line, first_time=time)
 
     def __getitem__(self, lid: str) -> Job:
         if lid not in self._first:
@@ -320,7 +339,8 @@ def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> lis
     may have moved them) taken out and put back in their place, so a read of a 25,000-job
     ledger does not parse every job's time again."""
     if order is None:
-        return sorted(jobs, key=lambda lid: jobs.job(lid).sort_key())
+        # Each job's sort key once, from its LIGHT fields; the jobs are made on use, later.
+        return sorted(jobs, key=lambda lid: jobs.fresh(lid, whole=False).sort_key())
     moved = set(touched)
     kept = [lid for lid in order if lid not in moved]
     for lid in sorted(moved, key=lambda lid: jobs.job(lid).sort_key()):
@@ -350,6 +370,8 @@ def _lines(data: str | bytes, *, bom: bool) -> Iterator[str | bytes]:
 def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:
     # A job's fields as the fold's own again: the map and its task entries (the only parts
     # the fold updates in place) are copied; the rest is replaced whole, so shared.
+    if isinstance(fields, Packed):
+        return fields.unpacked()  # decoded anew: its own already
     own = dict(fields)
     tasks = own.get("tasks")
     if isinstance(tasks, Mapping):
