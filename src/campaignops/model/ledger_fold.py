@@ -204,6 +204,7 @@ class Folding:
             _merge(job, rec, words)
             if number % PACK_EVERY == 0:
                 self.freeze()  # what a cold read holds stays packed while it reads on
+                words.clear()  # packed, the jobs keep few of the strings it shared
         self.lines = number
 
     def _before(self, lid: str, kept: Mapping[str, Any] | None) -> Before | None:
