@@ -67,6 +67,11 @@ class Packed(Mapping[str, Any]):
             raise ValueError("a packed record is not a JSON object")
         return found
 
+    @property
+    def decoded(self) -> bool:
+        """Whether the whole record was decoded (and is kept so)."""
+        return self._body is None
+
     def light(self) -> dict[str, Any]:
         """The LIGHT fields (what the snapshot's row of the job carries)."""
         fields = self._fields
