@@ -18,8 +18,10 @@ and folding them all on every command was most of a command's time. So:
   is a left fold in file order, so the result is exactly the fold of the whole file.
 - A snapshot's jobs are read lazily: each job's LIGHT fields (state, ids, stage, backend …)
   at once, its whole record (``targets``, ``tasks``, ``fingerprints``: the bulk of an array)
-  on first use of any other field, so a command pays for the jobs it looks into. The snapshot keeps the fold's per-target index too
-  (campaignops.model.ledger_index), brought up to date with the jobs the tail changes.
+  on first use of any other field, so a command pays for the jobs it looks into (each a
+  campaignops.model.ledger_packed.Packed, as the fold keeps a job it is done with, so a cold
+  read writes its jobs' bytes as they are). The snapshot keeps the fold's per-target index
+  too (campaignops.model.ledger_index), brought up to date with the jobs the tail changes.
 
 Snapshots are written only when at least SNAPSHOT_AFTER lines would otherwise be parsed, so a
 small ledger never has one. A snapshot that cannot be read or written is ignored: it is a cache.
