@@ -49,7 +49,7 @@ class Packed(Mapping[str, Any]):
     @classmethod
     def of(cls, fields: Mapping[str, Any]) -> Packed:
         """``fields`` packed (their LIGHT values shared, not copied)."""
-        raw = dump(dict(fields))
+        raw = dump(fields if isinstance(fields, dict) else dict(fields))  # JSON takes dicts
         return cls({k: fields[k] for k in LIGHT if k in fields}, raw, (0, len(raw)))
 
     def _whole(self) -> dict[str, Any]:
