@@ -12,6 +12,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from campaignops.core.errors import InputError
@@ -100,8 +101,9 @@ def _sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, root: Path | None = None) -> None:
-    """Replace ``path``'s content with ``data``, keeping its permission bits.
+def write_atomic(path: Path, data: bytes | Iterable[bytes], *, root: Path | None = None) -> None:
+    """Replace ``path``'s content with ``data`` (or its pieces, written in turn: a large file
+    need not be joined in memory first), keeping its permission bits.
 
     With ``root``, symlinks are followed only while they stay inside ``root`` (the link is kept
     and its target rewritten); without it, a symlink is refused. A missing file is created.
@@ -119,7 +121,10 @@ def write_atomic(path: Path, data: bytes, *, root: Path | None = None) -> None:
         ) from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
             fh.flush()
             if mode is not None:
                 # Through the descriptor, not the name: the name could be swapped meanwhile.

@@ -17,6 +17,8 @@ missing is still read.
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import math
 import re
@@ -31,6 +33,11 @@ from campaignops.model.ledger_job import Job as Job
 from campaignops.model.ledger_job import Skipped as Skipped
 from campaignops.model.ledger_job import Task as Task
 from campaignops.model.ledger_job import parse_time as parse_time
+from campaignops.model.ledger_packed import Packed
+
+# A cold read packs the jobs it has folded every this many lines (Folding.freeze): a year of
+# them as dicts was most of its peak memory. A job a later line updates is unpacked again.
+PACK_EVERY = 4096
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,11 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
 
 
-def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
+def _merge(target: dict[str, Any], rec: Mapping[str, Any], words: dict[str, str]) -> None:
     """Fold one record into its job's fields (which the fold owns, so it updates in place:
-    copying a 1,000-task map for every state record made the fold quadratic)."""
+    copying a 1,000-task map for every state record made the fold quadratic). Keys and string
+    values are taken through ``words``, so equal ones are one object: JSON decodes each line's
+    keys anew, and a year of jobs repeats the same few states, stages and fingerprints."""
     for key, value in rec.items():
         # A non-finite number (1e999, NaN: valid to Python's JSON) is absent, like a null.
         if value is None or (value.__class__ is float and not math.isfinite(value)):
@@ -83,14 +92,35 @@ def _merge(target: dict[str, Any], rec: Mapping[str, Any]) -> None:
                 if isinstance(fields, Mapping):
                     base = _own(tasks.get(index))
                     base.update(
-                        (k, v)
+                        (_word(k, words), _shared(v, words))
                         for k, v in fields.items()
                         if v is not None and not (v.__class__ is float and not math.isfinite(v))
                     )
-                    tasks[index] = base
+                    tasks[_word(index, words)] = base
             target["tasks"] = tasks
         else:
-            target[key] = value  # replaced whole, never edited: shared with the record
+            # Replaced whole, never edited: shared with the record (or its compact copy).
+            target[_word(key, words)] = _shared(value, words)
+
+
+def _word(text: str, words: dict[str, str]) -> str:
+    return words.setdefault(text, text)
+
+
+def _shared(value: Any, words: dict[str, str]) -> Any:
+    """``value`` with its strings (and its maps' keys), one level down, taken from ``words``:
+    what a job keeps of a record is mostly short strings that other jobs repeat."""
+    kind = value.__class__
+    if kind is str:
+        return words.setdefault(value, value)
+    if kind is dict:
+        return {
+            words.setdefault(k, k): words.setdefault(v, v) if v.__class__ is str else v
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [words.setdefault(v, v) if v.__class__ is str else v for v in value]
+    return value
 
 
 def _own(value: object) -> dict[str, Any]:
@@ -103,8 +133,9 @@ def _own(value: object) -> dict[str, Any]:
 def fold(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Merge records by ledger_id in file order: later non-null fields override earlier ones."""
     merged: dict[str, dict[str, Any]] = {}
+    words: dict[str, str] = {}
     for rec in records:
-        _merge(merged.setdefault(str(rec["ledger_id"]), {}), rec)
+        _merge(merged.setdefault(str(rec["ledger_id"]), {}), rec, words)
     return merged
 
 
@@ -144,18 +175,19 @@ class Folding:
             order=self.order,
         )
 
-    def feed(self, text: str) -> None:
-        """Fold ``text``: the lines that follow those read so far (the last may be torn)."""
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        # Most ledgers are all UTF-8: look for undecodable bytes once, not on every line.
-        check = _UNDECODABLE.search(text) is not None
-        for number, raw in enumerate(lines, start=self.lines + 1):
-            line = raw.strip()
+    def feed(self, data: str | bytes) -> None:
+        """Fold ``data``: the lines that follow those read so far (the last may be torn). Bytes
+        (the ledger file's) are decoded a line at a time: a year's ledger is tens of MiB, and
+        its text and its list of lines besides it were most of a cold read's peak memory."""
+        words: dict[str, str] = {}  # for this feed only: what it shares is kept by the jobs
+        number = self.lines
+        for raw in _lines(data, bom=not self.lines):
+            number += 1
+            line = (raw if isinstance(raw, str) else raw.decode("utf-8", "surrogateescape")).strip()
             if not line:
                 continue
-            rec, reason = _record(line, check=check)
+            # Undecodable bytes are kept as surrogates, never in an ASCII line.
+            rec, reason = _record(line, check=not line.isascii())
             if rec is None:
                 self.skipped.append((number, reason))
                 continue
@@ -167,10 +199,13 @@ class Folding:
             if job is None:
                 kept = self.kept.pop(lid, None)
                 job = self.jobs[lid] = {} if kept is None else _thaw(kept)
-                if lid not in self.touched:
-                    self.touched[lid] = self._before(lid, kept)
-            _merge(job, rec)
-        self.lines += len(lines)
+                if lid not in self.touched:  # as it was: the thawed copy, not yet merged into
+                    self.touched[lid] = self._before(lid, None if kept is None else job)
+            _merge(job, rec, words)
+            if number % PACK_EVERY == 0:
+                self.freeze()  # what a cold read holds stays packed while it reads on
+                words.clear()  # packed, the jobs keep few of the strings it shared
+        self.lines = number
 
     def _before(self, lid: str, kept: Mapping[str, Any] | None) -> Before | None:
         """A job as the index saw it before this fold step changed it (None: a new one)."""
@@ -182,9 +217,10 @@ class Folding:
         return Before(pairs=pairs, key=job.sort_key(), counted=(job.stage, job.state_shown))
 
     def freeze(self) -> None:
-        """Make every job read-only (``kept``): a later ``feed`` copies what it updates."""
+        """Make every job read-only and compact (``kept``, Packed): a later ``feed`` copies
+        back what it updates."""
         for lid, fields in self.jobs.items():
-            self.kept[lid] = MappingProxyType(fields)
+            self.kept[lid] = Packed.of(fields)
         self.jobs.clear()
 
     def ledger(self) -> Ledger:
@@ -195,8 +231,8 @@ class Folding:
         made = _Made(dict(self.first), dict(self.kept))
         self.order = _sorted(made, self.order, self.touched)
         skipped = (Skipped(line=n, reason=r, last=n == self.lines) for n, r in self.skipped)
-        if self.index is None:
-            self.index = Index.build(map(made.job, self.order))
+        if self.index is None:  # every job looked into once, none kept decoded
+            self.index = Index.build(map(made.fresh, self.order))
         elif self.touched:
             changed = ((made.job(lid), before) for lid, before in self.touched.items())
             self.index = self.index.updated(changed, key=lambda lid: made.job(lid).sort_key())
@@ -228,6 +264,17 @@ class _Made(Mapping[str, Job]):
                 ledger_id=lid, record=self._kept[lid], first_line=line, first_time=time
             )
         return found
+
+    def fresh(self, lid: str, *, whole: bool = True) -> Job:
+        """The job for one look, not kept: its record decoded for it alone (``whole``), or
+        as kept (a look at LIGHT fields only decodes nothing)."""
+        found = self._jobs.get(lid)
+        if found is not None:
+            return found
+        line, time = self._first[lid]
+        fields = self._kept[lid]
+        record = fields.unpacked() if whole and isinstance(fields, Packed) else fields
+        return Job(ledger_id=lid, record=record, first_line=line, first_time=time)
 
     def __getitem__(self, lid: str) -> Job:
         if lid not in self._first:
@@ -293,7 +340,8 @@ def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> lis
     may have moved them) taken out and put back in their place, so a read of a 25,000-job
     ledger does not parse every job's time again."""
     if order is None:
-        return sorted(jobs, key=lambda lid: jobs.job(lid).sort_key())
+        # Each job's sort key once, from its LIGHT fields; the jobs are made on use, later.
+        return sorted(jobs, key=lambda lid: jobs.fresh(lid, whole=False).sort_key())
     moved = set(touched)
     kept = [lid for lid in order if lid not in moved]
     for lid in sorted(moved, key=lambda lid: jobs.job(lid).sort_key()):
@@ -305,9 +353,26 @@ def _sorted(jobs: _Made, order: list[str] | None, touched: Iterable[str]) -> lis
     return kept
 
 
+def _lines(data: str | bytes, *, bom: bool) -> Iterator[str | bytes]:
+    """``data``'s lines, one at a time (the last one too when no newline ends it); bytes from
+    a file's start lose a UTF-8 byte order mark, as ``decode`` drops it."""
+    if isinstance(data, str):
+        pieces = data.split("\n")  # text is what tests and a torn last line pass: small
+        if pieces[-1] == "":
+            pieces.pop()
+        yield from pieces
+        return
+    stream = io.BytesIO(data)  # shares the bytes: nothing is copied but each line
+    if bom and data.startswith(codecs.BOM_UTF8):
+        stream.seek(len(codecs.BOM_UTF8))
+    yield from stream
+
+
 def _thaw(fields: Mapping[str, Any]) -> dict[str, Any]:
     # A job's fields as the fold's own again: the map and its task entries (the only parts
     # the fold updates in place) are copied; the rest is replaced whole, so shared.
+    if isinstance(fields, Packed):
+        return fields.unpacked()  # decoded anew: its own already
     own = dict(fields)
     tasks = own.get("tasks")
     if isinstance(tasks, Mapping):

@@ -125,6 +125,7 @@ class Index:
         live: set[str] = set()
         counts: dict[Counted, int] = {}
         placed: set[str] = set()
+        words: dict[str, str] = {}  # each stage, fingerprint and signature kept once
         for job in jobs:
             if job.open:
                 live.add(job.ledger_id)
@@ -133,7 +134,7 @@ class Index:
             shown = (job.stage, job.state_shown)
             counts[shown] = counts.get(shown, 0) + 1
             for target in dict.fromkeys(job.targets):
-                attempt = attempt_of(job, target)
+                attempt = _shared(attempt_of(job, target), words)
                 mine = lists.setdefault(target, {}).setdefault(attempt.fingerprint, [])
                 assert isinstance(mine, list)
                 mine.append(attempt)
@@ -344,6 +345,13 @@ def _head(heads: dict[str, str], attempt: Attempt, key: Callable[[str], Any] | N
         held = heads.get(name)
         if key is None or held is None or key(held) <= key(attempt.ledger_id):
             heads[name] = attempt.ledger_id
+
+
+def _shared(attempt: Attempt, words: dict[str, str]) -> Attempt:
+    # 100,000 attempts repeat a few stages and fingerprints, each decoded anew from its job.
+    lid, stage, fp, outcome, sig = attempt
+    stage, fp, sig = (t if t is None else words.setdefault(t, t) for t in (stage, fp, sig))
+    return Attempt(lid, stage, fp, outcome, sig)
 
 
 def _count(counts: dict[Counted, int], before: Counted | None, job: Job) -> None:

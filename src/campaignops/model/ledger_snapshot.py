@@ -18,8 +18,10 @@ and folding them all on every command was most of a command's time. So:
   is a left fold in file order, so the result is exactly the fold of the whole file.
 - A snapshot's jobs are read lazily: each job's LIGHT fields (state, ids, stage, backend …)
   at once, its whole record (``targets``, ``tasks``, ``fingerprints``: the bulk of an array)
-  on first use of any other field, so a command pays for the jobs it looks into. The snapshot keeps the fold's per-target index too
-  (campaignops.model.ledger_index), brought up to date with the jobs the tail changes.
+  on first use of any other field, so a command pays for the jobs it looks into (each a
+  campaignops.model.ledger_packed.Packed, as the fold keeps a job it is done with, so a cold
+  read writes its jobs' bytes as they are). The snapshot keeps the fold's per-target index
+  too (campaignops.model.ledger_index), brought up to date with the jobs the tail changes.
 
 Snapshots are written only when at least SNAPSHOT_AFTER lines would otherwise be parsed, so a
 small ledger never has one. A snapshot that cannot be read or written is ignored: it is a cache.
@@ -28,6 +30,7 @@ small ledger never has one. A snapshot that cannot be read or written is ignored
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import mmap
 import os
@@ -40,8 +43,9 @@ from typing import Any
 
 from campaignops.core import atomic, layout
 from campaignops.core.errors import CampaignError, InputError
-from campaignops.model.ledger_fold import Folding, Ledger, decode
+from campaignops.model.ledger_fold import Folding, Ledger
 from campaignops.model.ledger_index import Index
+from campaignops.model.ledger_packed import Packed, dump
 
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
 SNAPSHOT_FILE = "campaignops/ledger-snapshot.v2"  # in the git directory
@@ -132,8 +136,8 @@ def read(root: Path) -> Ledger:
     else:
         loaded = _load(snapshot, data[:end]) if snapshot is not None else None
         folding, start = loaded if loaded is not None else (Folding(), 0)
-    fresh, before = data[start:end], folding.lines
-    folding.feed(decode(fresh) if start == 0 else fresh.decode("utf-8", "surrogateescape"))
+    before = folding.lines
+    folding.feed(data if (start, end) == (0, len(data)) else data[start:end])
     ledger = folding.ledger()  # frozen, and its index brought up to date
     if snapshot is not None and folding.lines - before >= SNAPSHOT_AFTER:
         _save(snapshot, data[:end], folding)
@@ -208,68 +212,6 @@ def _linked(top: Path, dotgit: Path) -> Path | None:
 # written.
 
 
-# The fields every job's row carries: what commands ask of every job (its state, ids, stage,
-# where it ran, its charge and placement) without looking into its targets and tasks.
-LIGHT = frozenset(
-    {
-        "kind", "backend", "stage", "state", "job_id", "error", "outcome", "submitted",
-        "exit_code", "manifest", "charge", "placement",
-    }
-)  # fmt: skip
-
-
-class _Lazy(Mapping[str, Any]):
-    """A job's fields from a snapshot: the LIGHT ones at once, the whole record decoded from
-    the snapshot's bytes on first use of any other."""
-
-    __slots__ = ("_body", "_fields", "_span")
-
-    def __init__(
-        self, light: dict[str, Any], body: bytes | mmap.mmap, span: tuple[int, int]
-    ) -> None:
-        self._fields = light
-        self._body: bytes | mmap.mmap | None = body
-        self._span = span
-
-    def _whole(self) -> dict[str, Any]:
-        if self._body is not None:
-            start, end = self._span
-            self._fields = json.loads(self._body[start:end])
-            self._body = None
-        return self._fields
-
-    def __getitem__(self, key: str) -> Any:
-        return (self._fields if key in LIGHT else self._whole())[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._whole())
-
-    def __len__(self) -> int:
-        return len(self._whole())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        # Mapping's own get goes through __getitem__ and an exception per missing key: this
-        # one is called for every field a command reads.
-        return (self._fields if key in LIGHT else self._whole()).get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in (self._fields if key in LIGHT else self._whole())
-
-    def raw(self) -> bytes:
-        """The whole record as JSON, without decoding it when it was never used."""
-        if self._body is not None:
-            start, end = self._span
-            return self._body[start:end]
-        return _dump(self._fields)
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one, not one per job written
-
-
-def _dump(value: object) -> bytes:
-    return _ENCODER.encode(value).encode()
-
-
 CHUNK = 1 << 22  # a multiple of every page size
 
 
@@ -319,7 +261,7 @@ def _load(path: Path, covered: bytes) -> tuple[Folding, int] | None:
         rows = json.loads(data[at:rows_end])
         for lid, line, first_time, light, start, end in rows:
             folding.first[lid] = (int(line), first_time)
-            folding.kept[lid] = _Lazy(light, data, (base + start, base + end))
+            folding.kept[lid] = Packed(light, data, (base + start, base + end))
         folding.order = [row[0] for row in rows]  # written in submission order
         folding.index = Index.loads(data[rows_end + 1 : index_end])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # JSON's, UTF-8's too
@@ -328,31 +270,49 @@ def _load(path: Path, covered: bytes) -> tuple[Folding, int] | None:
 
 
 def _save(path: Path, covered: bytes, folding: Folding) -> None:
-    """Write the snapshot of ``folding`` (whose ``ledger`` was made: its index is current)."""
-    rows: list[list[Any]] = []
-    heavy: list[bytes] = []
-    offset = 0
-    for lid in folding.order or folding.first:
-        line, first_time = folding.first[lid]
-        fields = folding.kept[lid]
-        raw = fields.raw() if isinstance(fields, _Lazy) else _dump(dict(fields))
-        light = {k: fields[k] for k in LIGHT if k in fields}
-        rows.append([lid, line, first_time, light, offset, offset + len(raw)])
-        heavy.append(raw)
-        offset += len(raw) + 1
+    """Write the snapshot of ``folding`` (whose ``ledger`` was made: its index is current).
+    Its body is made a piece at a time, twice (its size and CRC go first, in the header),
+    never whole: a year's snapshot is tens of MiB, and its pieces joined, and that copy
+    again behind the header, were most of a cold read's peak memory."""
     index = folding.index.dumps() if folding.index is not None else b"null"
-    body = b"\n".join([_dump(rows), index, *heavy]) + b"\n"
+    size = crc = 0
+    for piece in _body(folding, index):
+        size, crc = size + len(piece), zlib.crc32(piece, crc)
     head = {
         "format": FORMAT,
         "bytes": len(covered),
         "sha256": hashlib.sha256(covered).hexdigest(),
         "lines": folding.lines,
         "skipped": folding.skipped,
-        "body_bytes": len(body),
-        "body_crc": zlib.crc32(body),
+        "body_bytes": size,
+        "body_crc": crc,
     }
+    first = json.dumps(head).encode() + b"\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_atomic(path, json.dumps(head).encode() + b"\n" + body)
+        atomic.write_atomic(path, itertools.chain([first], _body(folding, index)))
     except (OSError, CampaignError):
         pass  # a cache: the next command parses the lines again
+
+
+def _body(folding: Folding, index: bytes) -> Iterator[bytes]:
+    """The snapshot's body: the line of job rows (each job's ledger id, first line and time,
+    LIGHT fields, and where its whole record is), the index's line, each record's line."""
+    order = folding.order or list(folding.first)
+    packed = {lid: _packed(folding.kept[lid]) for lid in order}
+    offset = 0
+    yield b"["
+    for n, lid in enumerate(order):
+        line, first_time = folding.first[lid]
+        fields = packed[lid]
+        end = offset + fields.size()
+        yield (b"," if n else b"") + dump([lid, line, first_time, fields.light(), offset, end])
+        offset = end + 1
+    yield b"]\n"
+    yield index + b"\n"
+    for lid in order:
+        yield packed[lid].raw() + b"\n"
+
+
+def _packed(fields: Mapping[str, Any]) -> Packed:
+    return fields if isinstance(fields, Packed) else Packed.of(fields)
