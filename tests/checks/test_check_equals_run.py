@@ -45,6 +45,7 @@ class Refusal:
     line: int
     stage: str = "production"
     said: str | None = None  # what submit says, where it refuses before its MAN checks
+    policy: tuple[str, str] | None = None  # (old, new): an edit of campaign.yaml first
 
 
 CMD = "default_cmd: python3 run.py\n"
@@ -127,6 +128,15 @@ REFUSALS = (
         3,
     ),
     Refusal(
+        "runner/budget.py:budget",
+        "one task alone over the cap: the gate adds the ledger's spend, never less",
+        CMD + "backend: polaris\nresources: {queue: prod, nodes: 10, time: '12:00:00'}\n"
+        "smoke: {resources: {queue: debug, nodes: 1, time: '00:10:00'}}\njobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        policy=("  # allocations: {polaris: <size>}", "  allocations: {polaris: 100}"),
+    ),
+    Refusal(
         "runner/gates.py:smoke_first",
         "the smoke's time limit is over stages.smoke_max_minutes",
         CMD + "backend: local\nsmoke: {resources: {time: '02:00:00'}}\njobs: [{id: t}]\n",
@@ -161,8 +171,8 @@ NOT_FROM_FILES = {
     "runner/gates.py:no_sibling": "a task of the target is queued or running (the live queue)",
     "runner/gates.py:breaker": "three same-signature failures in a row (the ledger)",
     "runner/gates.py:require": "raises the first refusing gate's verdict: each gate is listed",
-    "runner/budget.py:budget": "no time limit or no allocation size (not yet a check: left), "
-    "the cost against the cap",
+    "runner/budget.py:budget": "the cost of the targets asked, together, against the cap "
+    "(--targets decides it; one task alone over the cap is a REFUSALS row)",
     "runner/budget.py:_against": "the ledger's spend so far against the cap",
     "runner/committed.py:_trick": "the git state of the checkout at submission",
     "runner/committed.py:_hidden": "the git state of the checkout at submission",
@@ -214,6 +224,10 @@ def test_a_refusal_submit_knows_from_the_files_is_a_check_finding(
 ) -> None:  # type: ignore[no-untyped-def]
     rel = "manifests/refused.yaml"
     (camp / rel).write_text(refusal.manifest, encoding="utf-8")
+    if refusal.policy is not None:
+        text = (camp / "campaign.yaml").read_text(encoding="utf-8")
+        assert refusal.policy[0] in text
+        (camp / "campaign.yaml").write_text(text.replace(*refusal.policy), encoding="utf-8")
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "a manifest submit refuses")
     checked = run("check", "--select", "MAN", "--format", "json", rel)
