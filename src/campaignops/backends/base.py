@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from campaignops.backends import command as scheduler
-from campaignops.core.errors import InputError
+from campaignops.core.errors import CampaignError, InputError
 from campaignops.model import backendpage, jobref
 from campaignops.model.backendpage import checked_name as checked_name
 from campaignops.model.backendpage import page_path as page_path
-from campaignops.model.jobspec import JobSpec, JobState
+from campaignops.model.jobspec import JobSpec, JobState, Resources
 from campaignops.model.ledger import Job
 
 Run = scheduler.Runs
@@ -113,6 +113,10 @@ def _no_aliases(root: Path, name: str, page: Mapping[str, Any] | None) -> frozen
     return frozenset()
 
 
+def _says_all(res: Resources) -> CampaignError | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
@@ -154,6 +158,10 @@ class Kind:
     # The names a manifest's ``ssh:`` may give for one of its boxes (a page's instances' names
     # and hosts), for a backend that runs on named boxes.
     aliases: Callable[[Path, str, Mapping[str, Any] | None], frozenset[str]] = _no_aliases
+    # campaign check: the refusal its script renderer gives for a request its directives cannot
+    # say (a key the scheduler has no word for, a value no directive holds), else None; its
+    # render raises the same error at submit.
+    unsayable: Callable[[Resources], CampaignError | None] = _says_all
 
 
 def calling(backend: Backend, call: Run) -> Run:

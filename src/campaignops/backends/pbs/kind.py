@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import Resources
 
 # Exit codes the server sets when it kills a job over a limit (negative: not the task's;
 # OpenPBS job.h: JOB_EXEC_KILL_MEM -27, JOB_EXEC_KILL_VMEM -26, JOB_EXEC_KILL_WALLTIME -29).
@@ -47,6 +49,12 @@ def _make(root: Path, name: str) -> Backend:
     return backend  # the module is the backend: the same for every checkout
 
 
+def _unsayable(res: Resources) -> CampaignError | None:
+    from campaignops.backends.pbs import backend  # when asked, as _make
+
+    return backend.unsayable(res)
+
+
 KIND = Kind(
     name="pbs",
     serves=_serves,
@@ -54,4 +62,5 @@ KIND = Kind(
     verdict_category=_category,
     task_ref=_task_ref,
     job_of=_job_of,
+    unsayable=_unsayable,
 )

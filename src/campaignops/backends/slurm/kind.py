@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import Resources
 
 # Pending reasons a job can never leave: no log exists, the reason is the evidence (Slurm's
 # job_reason_codes page).
@@ -42,4 +44,17 @@ def _make(root: Path, name: str) -> Backend:
     return backend  # the module is the backend: the same for every checkout
 
 
-KIND = Kind(name="slurm", serves=_serves, make=_make, verdict_category=_category, job_of=_job_of)
+def _unsayable(res: Resources) -> CampaignError | None:
+    from campaignops.backends.slurm import backend  # when asked, as _make
+
+    return backend.unsayable(res)
+
+
+KIND = Kind(
+    name="slurm",
+    serves=_serves,
+    make=_make,
+    verdict_category=_category,
+    job_of=_job_of,
+    unsayable=_unsayable,
+)
