@@ -156,20 +156,25 @@ def _chunk(res: Resources) -> list[str]:
 
 
 def _asked(res: Resources) -> list[str]:
-    """The request's own lines: account, queue, select, filesystems (walltime from seconds)."""
+    """The request's lines before the walltime: account, queue, select."""
     queue = res.queue or res.partition  # Slurm's partition is PBS's queue
     return [
         *([f"-A {_valid('account', res.account)}"] if res.account else []),
         *([f"-q {_valid('queue', queue)}"] if queue else []),
         *_chunk(res),
-        *([f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []),
     ]
 
 
+def _filesystems(res: Resources) -> list[str]:
+    return [f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []
+
+
 def unsayable(res: Resources) -> PbsRefusal | None:
-    """The refusal ``render`` gives for this request's #PBS lines, else None."""
+    """The refusal ``render`` gives for this request's #PBS lines, else None (the walltime
+    aside: render writes it from seconds)."""
     try:
         _asked(res)
+        _filesystems(res)
     except PbsRefusal as exc:
         return exc
     return None
@@ -186,6 +191,7 @@ def _directives(spec: JobSpec) -> list[str]:
         f"-N {check_name(spec.name)}",
         *_asked(res),
         *([f"-l walltime={WALLTIME(spec.time_s)}"] if spec.time_s is not None else []),
+        *_filesystems(res),
         *([f"-J {spec.array}"] if spec.array is not None else []),
         *([f"-W depend=afterok:{after}"] if after else []),
         f"-o {_valid('log directory', log_dir)}/",
