@@ -79,8 +79,8 @@ def _validator(name: str) -> Any:
     checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
         {"number": _finite_number, "integer": _finite_integer}
     )
-    finite = validators.extend(Draft202012Validator, type_checker=checker)
-    return finite(load(name))
+    extend: Callable[..., Any] = validators.extend  # untyped in jsonschema
+    return extend(Draft202012Validator, type_checker=checker)(load(name))
 
 
 def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
