@@ -198,6 +198,16 @@ REFUSALS = (
         policy=SIZED,
     ),
     Refusal(
+        "backends/pbs/backend.py:check_name",
+        "a target id holding '=' (an id; no PBS -N name)",
+        CMD + "backend: polaris\nresources: {queue: debug, time: '00:10:00'}\n"
+        "jobs: [{id: 'lr=0.1'}]\n",
+        "MAN018",
+        4,
+        "smoke",
+        policy=SIZED,
+    ),
+    Refusal(
         "runner/gates.py:smoke_first",
         "the smoke's time limit is over stages.smoke_max_minutes",
         CMD + "backend: local\nsmoke: {resources: {time: '02:00:00'}}\njobs: [{id: t}]\n",
@@ -261,8 +271,6 @@ NOT_FROM_FILES = {
 LEFT = {
     "backends/slurm/backend.py:_directives": "campaign.yaml's stages.warning_seconds over 65535 "
     "(sbatch keeps it in 16 bits) where the time limit is longer",
-    "backends/pbs/backend.py:check_name": "a job name -N refuses: a target id holding '=' "
-    "(the manifest schema takes it), or <campaign>.<target>.<stage> over 230 characters",
 }
 
 

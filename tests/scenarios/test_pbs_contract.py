@@ -177,13 +177,14 @@ def test_a_job_purged_from_the_servers_history_does_not_stop_the_refresh_contrac
 def test_a_name_qsub_would_refuse_is_refused_before_the_call_contract_replay(  # type: ignore[no-untyped-def]
     camp: Path, run
 ) -> None:
-    """A target id may hold '=' (manifest schema); PBS's -N may not (check_job_name)."""
+    """A target id may hold '=' (manifest schema); PBS's -N may not (check_job_name): the
+    manifest's check refuses it (MAN018, as campaign check reports it), before qsub."""
     commit(
         camp, "manifests/lr.yaml", "backend: generic-pbs\njobs:\n  - {id: lr=0.1, cmd: 'true'}\n"
     )
     for extra in ((), ("--dry-run",)):
         refused = run("submit", "manifests/lr.yaml", "--stage", "smoke", *extra)
-        assert refused.code == 1
+        assert refused.code == 2 and "MAN018" in refused.err
         assert "job name 'pb.lr=0.1.smoke' may hold only letters, digits and _ . + -" in refused.err
     assert queued_jobs(camp.parent) == {} and ledger.read(camp).jobs == ()
 

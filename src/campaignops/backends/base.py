@@ -117,6 +117,10 @@ def _says_all(res: Resources) -> CampaignError | None:
     return None
 
 
+def _names_all(name: str) -> CampaignError | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
@@ -162,6 +166,8 @@ class Kind:
     # say (a key the scheduler has no word for, a value no directive holds), else None; its
     # render raises the same error at submit.
     unsayable: Callable[[Resources], CampaignError | None] = _says_all
+    # campaign check: the refusal its renderer gives for a job name (model/jobspec.job_name).
+    unnamable: Callable[[str], CampaignError | None] = _names_all
 
 
 def calling(backend: Backend, call: Run) -> Run:

@@ -10,8 +10,7 @@ these reasons (tests/checks/test_check_equals_run.py lists the refusals).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,7 +135,6 @@ def check(
     yield from _commands(rel, doc, loc)
     yield from _runners(rel, doc, loc, routes)
     yield from _fits(rel, doc, loc, routes, policy)
-    yield from _unsayables(rel, doc, loc, routes)
 
 
 def _commands(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
@@ -209,7 +207,7 @@ def _fits(
             key = "allocation" if blocked and blocked[0] == spending.NO_ALLOCATION else "time"
             unpriced = [pagefit.Misfit(key, *blocked)] if blocked else []
             for misfit in [*misfits, *([too_long] if too_long else []), *unpriced]:
-                at = _source(doc, phase, route.stage, misfit.key)
+                at = source(doc, phase, route.stage, misfit.key)
                 if (misfit.problem, at) in seen:
                     continue
                 seen.add((misfit.problem, at))
@@ -225,46 +223,6 @@ def _fits(
                     problem=where + misfit.problem,
                     fix=misfit.fix,
                 )
-
-
-UNSAYABLE_FIX = "change or drop resources.{key} for {backend}"
-
-
-def _unsayables(
-    rel: str, doc: Mapping[str, Any], loc: Locator, routes: Sequence[Route]
-) -> Iterator[Finding]:
-    """MAN018 for a request the backend's script renderer refuses (its Kind's ``unsayable``:
-    a key the scheduler has no word for, a value no directive holds), at the key that does it."""
-    seen: set[tuple[str, tuple[str | int, ...] | None]] = set()
-    for route in routes:
-        kind = registry.kind_of(route.page) if route.page is not None else None
-        if kind is None:
-            continue
-        for phase in [None, *(p.name for p in manifest.phases(doc))]:
-            res = stageresources.resources_for(doc, phase, route.stage)
-            refusal = kind.unsayable(res)
-            if refusal is None:
-                continue
-            key = _culprit(res, kind.unsayable)
-            at = _source(doc, phase, route.stage, key)
-            if (refusal.message, at) in seen:
-                continue
-            seen.add((refusal.message, at))
-            line, col = loc.at(at) if at else (1, 1)
-            fix = refusal.hint or UNSAYABLE_FIX.format(key=key, backend=route.backend)
-            yield CODES["MAN018"].at(
-                rel, line, col, stage=route.stage, backend=route.backend,
-                problem=refusal.message, fix=fix,
-            )  # fmt: skip
-
-
-def _culprit(res: Resources, unsayable: Callable[[Resources], CampaignError | None]) -> str:
-    """The resources key whose removal ends the refusal (the first such), else partition."""
-    for field in dataclasses.fields(res):
-        asked = getattr(res, field.name) is not None
-        if asked and unsayable(dataclasses.replace(res, **{field.name: None})) is None:
-            return field.name
-    return "partition"
 
 
 def _unbudgeted(
@@ -346,7 +304,7 @@ def _seconds(text: str | None) -> int | None:
         return None  # the schema's finding
 
 
-def _source(
+def source(
     doc: Mapping[str, Any], phase: str | None, stage: str, key: str
 ) -> tuple[str | int, ...] | None:
     """Where a finding about resources ``key`` points: the layer that set it, else the one

@@ -16,6 +16,7 @@ from campaignops.backends import registry
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage, ledger_index, pagefit
 from campaignops.model.jobspec import JobState, Resources
+from campaignops.model.jobspec import job_name as job_name  # the runner names jobs by it
 from campaignops.model.ledger import Job
 from campaignops.model.ledger_index import Index
 from campaignops.model.ledger_index import signature_of as signature_of  # re-exported
@@ -149,10 +150,6 @@ HARDWARE_HINT = (
     "same nodes), say so on the smoke row of {page}: smoke_for: <production partition>, with "
     "the source that says so; then smoke again"
 )
-
-
-def job_name(campaign: str, target: str, stage: str) -> str:
-    return f"{campaign}.{target}.{stage}"
 
 
 def _name_target(name: str | None, campaign: str) -> str | None:

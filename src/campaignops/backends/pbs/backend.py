@@ -180,6 +180,15 @@ def unsayable(res: Resources) -> PbsRefusal | None:
     return None
 
 
+def unnamable(name: str) -> PbsRefusal | None:
+    """The refusal ``render`` gives for this job name (-N), else None."""
+    try:
+        check_name(name)
+    except PbsRefusal as exc:
+        return exc
+    return None
+
+
 def _directives(spec: JobSpec) -> list[str]:
     res = spec.resources
     log_dir = posixpath.normpath(posixpath.join(spec.workdir, spec.log_dir))

@@ -55,6 +55,12 @@ def _unsayable(res: Resources) -> CampaignError | None:
     return backend.unsayable(res)
 
 
+def _unnamable(name: str) -> CampaignError | None:
+    from campaignops.backends.pbs import backend  # when asked, as _make
+
+    return backend.unnamable(name)
+
+
 KIND = Kind(
     name="pbs",
     serves=_serves,
@@ -63,4 +69,5 @@ KIND = Kind(
     task_ref=_task_ref,
     job_of=_job_of,
     unsayable=_unsayable,
+    unnamable=_unnamable,
 )

@@ -145,6 +145,15 @@ def unsayable(res: Resources) -> SlurmRefusal | None:
     return None
 
 
+def unnamable(name: str) -> SlurmRefusal | None:
+    """The refusal ``render`` gives for this job name (--job-name), else None."""
+    try:
+        _valid("job name", name)
+    except SlurmRefusal as exc:
+        return exc
+    return None
+
+
 def _directives(spec: JobSpec) -> list[str]:
     pattern = "%x-%A_%a.out" if spec.is_array else "%x-%j.out"
     output = posixpath.join(_valid("log directory", spec.log_dir), pattern)

@@ -50,6 +50,12 @@ def _unsayable(res: Resources) -> CampaignError | None:
     return backend.unsayable(res)
 
 
+def _unnamable(name: str) -> CampaignError | None:
+    from campaignops.backends.slurm import backend  # when asked, as _make
+
+    return backend.unnamable(name)
+
+
 KIND = Kind(
     name="slurm",
     serves=_serves,
@@ -57,4 +63,5 @@ KIND = Kind(
     verdict_category=_category,
     job_of=_job_of,
     unsayable=_unsayable,
+    unnamable=_unnamable,
 )
