@@ -37,6 +37,10 @@ MODULES = (
     "backends/registry.py",
     "backends/script.py",
     "backends/base.py",
+    # The renderers of the backends the campaign below has (Slurm's, PBS's): what their
+    # directives cannot say is refused before sbatch or qsub is called.
+    "backends/slurm/backend.py",
+    "backends/pbs/backend.py",
 )
 BACKENDS = "backends=local,generic-slurm,alpine,polaris,kubernetes"
 
@@ -50,9 +54,12 @@ class Refusal:
     line: int
     stage: str = "production"
     said: str | None = None  # what submit says, where it refuses before its MAN checks
+    policy: tuple[str, str] | None = None  # (old, new): an edit of campaign.yaml first
 
 
 CMD = "default_cmd: python3 run.py\n"
+# Polaris charges node-hours against an allocation: its size, or MAN018 says it is not known.
+SIZED = ("  # allocations: {polaris: <size>}", "  allocations: {polaris: 100}")
 REFUSALS = (
     Refusal(
         "model/makeup.py:command",
@@ -132,6 +139,80 @@ REFUSALS = (
         3,
     ),
     Refusal(
+        "runner/budget.py:budget",
+        "one task alone over the cap: the gate adds the ledger's spend, never less",
+        CMD + "backend: polaris\nresources: {queue: prod, nodes: 10, time: '12:00:00'}\n"
+        "smoke: {resources: {queue: debug, nodes: 1, time: '00:10:00'}}\njobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        policy=SIZED,
+    ),
+    Refusal(
+        "backends/slurm/backend.py:_resources",
+        "resources.gpu_type without resources.gpus (Slurm's --gres needs the count)",
+        CMD + "backend: generic-slurm\nresources: {gpu_type: A100, time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+    ),
+    Refusal(
+        "backends/slurm/backend.py:_valid",
+        "mem '4GB': the schema takes it, --mem does not",
+        CMD + "backend: generic-slurm\nresources: {mem: 4GB, time: '00:10:00'}\njobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+    ),
+    Refusal(
+        "backends/slurm/backend.py:_count",
+        "a count below 1 (the schema's minimum reports it first)",
+        CMD + "backend: generic-slurm\nresources: {nodes: 0, time: '00:10:00'}\njobs: [{id: t}]\n",
+        "MAN001",
+        3,
+        "smoke",
+    ),
+    Refusal(
+        "backends/pbs/backend.py:_chunk",
+        "qos on PBS, which has none",
+        CMD + "backend: polaris\nresources: {queue: debug, qos: normal, time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+        policy=SIZED,
+    ),
+    Refusal(
+        "backends/pbs/backend.py:pbs_size",
+        "mem '1.5K': PBS sizes are whole KB",
+        CMD + "backend: polaris\nresources: {queue: debug, mem: 1.5K, time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+        policy=SIZED,
+    ),
+    Refusal(
+        "backends/pbs/backend.py:_valid",
+        "constraint 'gpu': PBS's select takes name=value",
+        CMD + "backend: polaris\nresources: {queue: debug, constraint: gpu, time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+        policy=SIZED,
+    ),
+    Refusal(
+        "backends/pbs/backend.py:check_name",
+        "a target id holding '=' (an id; no PBS -N name)",
+        CMD + "backend: polaris\nresources: {queue: debug, time: '00:10:00'}\n"
+        "jobs: [{id: 'lr=0.1'}]\n",
+        "MAN018",
+        4,
+        "smoke",
+        policy=SIZED,
+    ),
+    Refusal(
         "runner/smoke.py:smoke_first",
         "the smoke's time limit is over stages.smoke_max_minutes",
         CMD + "backend: local\nsmoke: {resources: {time: '02:00:00'}}\njobs: [{id: t}]\n",
@@ -166,8 +247,8 @@ NOT_FROM_FILES = {
     "runner/sibling.py:no_sibling": "a task of the target is queued or running (the live queue)",
     "runner/breaker.py:breaker": "three same-signature failures in a row (the ledger)",
     "runner/gates.py:require": "raises the first refusing gate's verdict: each gate is listed",
-    "runner/budget.py:budget": "no time limit or no allocation size (not yet a check: left), "
-    "the cost against the cap",
+    "runner/budget.py:budget": "the cost of the targets asked, together, against the cap "
+    "(--targets decides it; one task alone over the cap is a REFUSALS row)",
     "runner/budget.py:_against": "the ledger's spend so far against the cap",
     "runner/committed.py:_trick": "the git state of the checkout at submission",
     "runner/committed.py:_hidden": "the git state of the checkout at submission",
@@ -179,6 +260,22 @@ NOT_FROM_FILES = {
     "runner/committed.py:_pushed": "the git state of the checkout at submission",
     "backends/script.py:task_function": "the planner's own consistency (one output per task)",
     "backends/base.py:page": "a page that is not UTF-8 or unreadable (check: a problem, exit 2)",
+    "backends/slurm/backend.py:_text": "the checkout's own path and log directory (this machine)",
+    "backends/slurm/backend.py:render": "the planner's own consistency (a task, a command)",
+    "backends/slurm/backend.py:parse_job_id": "what sbatch printed",
+    "backends/pbs/backend.py:render": "the planner's own consistency (a task, a command)",
+    "backends/pbs/backend.py:_directives": "max_parallel below 1: the schema's minimum (MAN001)",
+    "backends/pbs/backend.py:_warning_timer": "the planner sets a warning only inside the limit",
+    "backends/pbs/backend.py:parse_job_id": "what qsub printed",
+    "backends/pbs/backend.py:parse_lookup": "what qselect printed",
+    "backends/pbs/backend.py:task_id": "the ledger's job id",
+    "backends/pbs/backend.py:cancel_argv": "the ledger's job id (campaign cancel)",
+}
+# From the files, and not yet a check (the "check equals run" is not done while these
+# are here): each says what submit refuses.
+LEFT = {
+    "backends/slurm/backend.py:_directives": "campaign.yaml's stages.warning_seconds over 65535 "
+    "(sbatch keeps it in 16 bits) where the time limit is longer",
 }
 
 
@@ -202,7 +299,7 @@ def refusal_sites() -> set[str]:
 
 
 def test_every_refusal_site_is_classified() -> None:
-    listed = {r.site for r in REFUSALS} | set(NOT_FROM_FILES)
+    listed = {r.site for r in REFUSALS} | set(NOT_FROM_FILES) | set(LEFT)
     sites = refusal_sites()
     assert sites - listed == set(), "classify it: a REFUSALS row (and its check) or NOT_FROM_FILES"
     assert listed - sites == set(), "a listed site no longer refuses: drop it"
@@ -219,6 +316,10 @@ def test_a_refusal_submit_knows_from_the_files_is_a_check_finding(
 ) -> None:  # type: ignore[no-untyped-def]
     rel = "manifests/refused.yaml"
     (camp / rel).write_text(refusal.manifest, encoding="utf-8")
+    if refusal.policy is not None:
+        text = (camp / "campaign.yaml").read_text(encoding="utf-8")
+        assert refusal.policy[0] in text
+        (camp / "campaign.yaml").write_text(text.replace(*refusal.policy), encoding="utf-8")
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "a manifest submit refuses")
     checked = run("check", "--select", "MAN", "--format", "json", rel)

@@ -329,3 +329,23 @@ def test_each_task_reads_every_task_as_job_task_does() -> None:
         assert read == [job.task(t) for t in job.targets]
     states = [f.get("state") for j in more for f in spending._each_task(j)]
     assert states == ["FAILED", "UNKNOWN", "UNKNOWN", "COMPLETED", "COMPLETED"]
+
+
+@pytest.mark.parametrize("hours", [1, 20, 21, 48])
+def test_one_task_over_the_cap_is_what_check_reports_and_the_gate_refuses(hours: int) -> None:
+    # campaign check's MAN018 asks spending.over_alone; the gate refuses the smallest
+    # submission (one target, nothing spent yet) exactly when it answers.
+    alone = request(1, time_s=hours * 3600)
+    found = spending.over_alone(
+        "polaris", POLARIS, HPC, Resources(queue="debug", gpus=1), hours * 3600
+    )
+    refused = not budget.budget(alone, policy=HPC, page=POLARIS, jobs=()).passed
+    assert refused == (found is not None) == (hours > 20)  # 80% of 25 node-hours
+    if found is not None:
+        why, fix = found
+        assert f"costs {hours} node-hours, over the cap 20 node-hours" in why
+        assert "one task may cost 20 node-hours at most" in fix
+    uncapped = policy.Policy(backends=("polaris",))
+    assert (
+        spending.over_alone("polaris", POLARIS, uncapped, Resources(queue="debug"), 10**6) is None
+    )

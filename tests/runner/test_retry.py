@@ -7,6 +7,8 @@ import datetime as dt
 import json
 from typing import Any
 
+import pytest
+
 from campaignops.core import schema
 from campaignops.model import ledger
 from campaignops.model.jobspec import JobSpec, Resources
@@ -190,8 +192,23 @@ def test_a_retry_plans_the_raised_memory_capped_by_its_partition() -> None:
     assert mem(planned("100G"), gpu) == "100G" and mem(planned("100G"), None) == "100G"
 
 
-def test_the_manifest_schema_refuses_an_infinite_memory_factor() -> None:
-    # `memory_factor: .inf` passed campaign check, then crashed the retry at status --refresh.
-    doc = {"jobs": [{"id": "a", "cmd": "true"}], "oom_retry": {"memory_factor": float("inf")}}
+@pytest.mark.parametrize("key", ["memory_factor", "delay"])
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), float("-inf")])
+def test_the_manifest_schema_refuses_a_non_finite_number(key: str, bad: float) -> None:
+    # `memory_factor: .inf` passed campaign check, then crashed the retry at status --refresh;
+    # `.nan` passed it too (NaN is neither below 1 nor above 100), as did `delay: .inf`.
+    doc = {"jobs": [{"id": "a", "cmd": "true"}], "oom_retry": {key: bad}}
     found = list(schema.validate("manifest", doc))
-    assert [e.where for e in found] == [("oom_retry", "memory_factor")], found
+    assert [e.where for e in found] == [("oom_retry", key)], found
+    assert "is not a finite number" in found[0].message
+
+
+def test_a_delay_no_clock_can_add_is_read_as_none() -> None:
+    # delay: .inf (or 1e300) crashed status --refresh: datetime cannot add it.
+    book = _ledger(_job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY"))
+    for bad in (float("inf"), float("nan"), 1e300, retry.MAX_DELAY_S + 1):
+        doc = {"oom_retry": {"delay": bad, "max_attempts": 2}}
+        assert retry.policy_of(doc) == retry.Policy(2, 0.0)
+        assert [d.targets for d in _pending(book, T0, doc=doc)[0]] == [("a",)]
+    doc = {"oom_retry": {"delay": 1e300, "max_attempts": 2}}
+    assert list(schema.validate("manifest", {"jobs": [], **doc})) != []  # and check says so

@@ -177,12 +177,63 @@ def test_a_job_purged_from_the_servers_history_does_not_stop_the_refresh_contrac
 def test_a_name_qsub_would_refuse_is_refused_before_the_call_contract_replay(  # type: ignore[no-untyped-def]
     camp: Path, run
 ) -> None:
-    """A target id may hold '=' (manifest schema); PBS's -N may not (check_job_name)."""
+    """A target id may hold '=' (manifest schema); PBS's -N may not (check_job_name): the
+    manifest's check refuses it (MAN018, as campaign check reports it), before qsub."""
     commit(
         camp, "manifests/lr.yaml", "backend: generic-pbs\njobs:\n  - {id: lr=0.1, cmd: 'true'}\n"
     )
     for extra in ((), ("--dry-run",)):
         refused = run("submit", "manifests/lr.yaml", "--stage", "smoke", *extra)
-        assert refused.code == 1
+        assert refused.code == 2 and "MAN018" in refused.err
         assert "job name 'pb.lr=0.1.smoke' may hold only letters, digits and _ . + -" in refused.err
     assert queued_jobs(camp.parent) == {} and ledger.read(camp).jobs == ()
+
+
+# The retry rule on PBS (docs/runner.md "Retrying what ran out of memory"). The replay has no
+# memory enforcement: ``host`` prints the line PBS's MoM writes when it kills a job over its
+# memory (failures.yaml pbs-memory-exceeded) and exits 1 on its first attempt; ``gpu`` prints a
+# CUDA out-of-memory error; each completes on its second attempt.
+FLAKY = """\
+backend: generic-pbs
+resources: {time: "00:05:00", cpus: 1, mem: 1G, queue: debug}
+oom_retry: {delay: 0, max_attempts: 2, memory_factor: 4}
+jobs:
+  - id: host
+    cmd: >-
+      bash -c 'mkdir -p "$CAMPAIGN_OUT"; [ -e "$CAMPAIGN_OUT/host" ] && exit 0;
+      touch "$CAMPAIGN_OUT/host"; echo "=>> PBS: job killed: mem 1300000kb exceeded limit
+      1048576kb" >&2; exit 1'
+  - id: gpu
+    cmd: >-
+      bash -c 'mkdir -p "$CAMPAIGN_OUT"; [ -e "$CAMPAIGN_OUT/gpu" ] && exit 0;
+      touch "$CAMPAIGN_OUT/gpu"; echo "torch.OutOfMemoryError: CUDA out of memory. Tried to
+      allocate 2.00 GiB" >&2; exit 1'
+"""
+
+
+def test_oom_retry_resubmits_through_qsub_contract_replay(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    page = camp / "backends/generic-pbs.md"
+    row = "  - {name: debug, purpose: smoke}"
+    page.write_text(page.read_text().replace(row, row[:-1] + ", mem_per_node: 3G}"))
+    commit(camp, "manifests/flaky.yaml", FLAKY)
+    assert run("submit", "manifests/flaky.yaml", "--stage", "smoke").code == 0
+    first = f"1000[].{SERVER}"
+    assert cycle() == [first]
+    refreshed = run("status", "--refresh")
+    assert refreshed.code == 0, refreshed.err
+    (one, *retries) = ledger.read(camp).jobs
+    tasks = {t: (task.state, task.category) for t in one.targets if (task := one.task(t))}
+    assert tasks == {"host": ("FAILED", "oom-host"), "gpu": ("FAILED", "oom-gpu")}
+    # Two retries at once: the host OOM's with 4 × 1G capped by the queue's 3G, the GPU's as is.
+    by_target = {j.targets: j for j in retries}
+    assert set(by_target) == {("host",), ("gpu",)}, [dict(j.record) for j in retries]
+    host, gpu = by_target[("host",)], by_target[("gpu",)]
+    assert (host.record["attempt"], host.record["resources"]) == (2, {"mem": "3G"})
+    assert (gpu.record["attempt"], gpu.record["resources"]) == (2, {"mem": "1G"})
+    assert host.record["retry_of"] == gpu.record["retry_of"] == [one.ledger_id]
+    held = queued_jobs(camp.parent)
+    asked = {job_id: str(job) for job_id, job in held.items() if job_id != first}
+    assert any("mem=3gb" in text.lower() for text in asked.values()), asked
+    assert cycle() and run("status", "--refresh").code == 0
+    ended = {j.targets: j.state for j in ledger.read(camp).jobs[1:]}
+    assert ended == {("host",): "COMPLETED", ("gpu",): "COMPLETED"}

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from campaignops.backends import command as scheduler
-from campaignops.core.errors import InputError
+from campaignops.core.errors import CampaignError, InputError
 from campaignops.model import backendpage, jobref
 from campaignops.model.backendpage import checked_name as checked_name
 from campaignops.model.backendpage import page_path as page_path
-from campaignops.model.jobspec import JobSpec, JobState
+from campaignops.model.jobspec import JobSpec, JobState, Resources
 from campaignops.model.ledger import Job
 
 Run = scheduler.Runs
@@ -117,6 +117,14 @@ def _no_tails(stdout: str, job_id: str) -> dict[int, str]:
     return {}
 
 
+def _says_all(res: Resources) -> CampaignError | None:
+    return None
+
+
+def _names_all(name: str) -> CampaignError | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """One registered backend (backends/registry.py lists them; each backend folder's ``kind``
@@ -168,6 +176,12 @@ class Kind:
     # tasks, by index, for a backend whose logs are written elsewhere (a box) until they come
     # home; the others' are read here before the call.
     cancel_tails: Callable[[str, str], dict[int, str]] = _no_tails
+    # campaign check: the refusal its script renderer gives for a request its directives cannot
+    # say (a key the scheduler has no word for, a value no directive holds), else None; its
+    # render raises the same error at submit.
+    unsayable: Callable[[Resources], CampaignError | None] = _says_all
+    # campaign check: the refusal its renderer gives for a job name (model/jobspec.job_name).
+    unnamable: Callable[[str], CampaignError | None] = _names_all
 
 
 def calling(backend: Backend, call: Run) -> Run:

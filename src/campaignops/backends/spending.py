@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends import base as backend_base
-from campaignops.backends.charging import USD, Charge, Charging, amount, charging, job_charge
+from campaignops.backends.charging import (
+    USD,
+    Charge,
+    Charging,
+    amount,
+    charging,
+    estimate,
+    job_charge,
+)
 from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage, ledger
@@ -205,6 +213,34 @@ def unpriced(
     if missing == ALLOCATION_UNKNOWN:
         return NO_ALLOCATION, NO_ALLOCATION_FIX.format(backend=backend, unit=model.unit)
     return None
+
+
+OVER_ALONE = (
+    "one task at its time limit costs {cost}, over the cap {cap} ({source}) before anything "
+    "is spent: the budget gate refuses every submission of it"
+)
+OVER_ALONE_FIX = (
+    "shorten resources.time or ask for fewer nodes or GPUs (one task may cost {cap} at most), "
+    "or raise the cap in campaign.yaml and commit"
+)
+
+
+def over_alone(
+    backend: str, page: Mapping[str, Any] | None, policy: Policy, res: Resources, time_s: int | None
+) -> tuple[str, str] | None:
+    """(why, what to do) where a single task of the job, at its time limit, already costs more
+    than the cap: the budget gate adds what the ledger spent to it, never less, so it refuses
+    whatever the ledger holds (the smallest submission is one target). None: within the cap,
+    or not capped. The files decide it, so `campaign check` reports it too (MAN018)."""
+    model, cost = charging(page), estimate(res, 1, time_s, page)
+    if model is None or cost is None:
+        return None
+    cap, _ = cap_for(backend, model, policy)
+    if cap is None or cost <= cap.limit + EPSILON:
+        return None
+    limit = amount(cap.limit, model.unit)
+    why = OVER_ALONE.format(cost=amount(cost, model.unit), cap=limit, source=cap.source)
+    return why, OVER_ALONE_FIX.format(cap=limit)
 
 
 def _share(total: float, cap: Cap) -> str:

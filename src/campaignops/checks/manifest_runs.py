@@ -29,6 +29,7 @@ from campaignops.model import (
     walltime,
 )
 from campaignops.model import policy as policy_mod
+from campaignops.model.jobspec import Resources
 
 CODES = code_table(
     Code(
@@ -202,16 +203,12 @@ def _fits(
             page_path = backendpage.path_of(route.backend)
             misfits = pagefit.misfits(res, route.page, page_path=page_path)
             too_long = pagefit.smoke_too_long(_seconds(res.time), route.smoke_max_minutes)
-            blocked = (
-                spending.unpriced(route.backend, route.page, policy, res, _seconds(res.time))
-                if policy is not None
-                else None
-            )
+            blocked = _unbudgeted(route, policy, res)
             # No allocation size: one edit of campaign.yaml, whatever the stage asks for.
             key = "allocation" if blocked and blocked[0] == spending.NO_ALLOCATION else "time"
             unpriced = [pagefit.Misfit(key, *blocked)] if blocked else []
             for misfit in [*misfits, *([too_long] if too_long else []), *unpriced]:
-                at = _source(doc, phase, route.stage, misfit.key)
+                at = source(doc, phase, route.stage, misfit.key)
                 if (misfit.problem, at) in seen:
                     continue
                 seen.add((misfit.problem, at))
@@ -227,6 +224,19 @@ def _fits(
                     problem=where + misfit.problem,
                     fix=misfit.fix,
                 )
+
+
+def _unbudgeted(
+    route: Route, policy: policy_mod.Policy | None, res: Resources
+) -> tuple[str, str] | None:
+    """Why the budget gate refuses this request whatever the ledger holds (the files decide
+    it): nothing to price it by, or one task alone over the cap."""
+    if policy is None:
+        return None
+    seconds = _seconds(res.time)
+    return spending.unpriced(
+        route.backend, route.page, policy, res, seconds
+    ) or spending.over_alone(route.backend, route.page, policy, res, seconds)
 
 
 def box_keys(
@@ -295,7 +305,7 @@ def _seconds(text: str | None) -> int | None:
         return None  # the schema's finding
 
 
-def _source(
+def source(
     doc: Mapping[str, Any], phase: str | None, stage: str, key: str
 ) -> tuple[str | int, ...] | None:
     """Where a finding about resources ``key`` points: the layer that set it, else the one

@@ -7,7 +7,7 @@ import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from campaignops.checks import manifest_runs
+from campaignops.checks import manifest_runs, manifest_script
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import schema
@@ -179,6 +179,9 @@ def check_document(
     if not too_big:
         yield from _targets(rel, doc, loc)
         yield from manifest_runs.check(rel, doc, loc, routes=routes, policy=policy)
+        # The runner's own default when campaign.yaml names no campaign (runner/plan.py).
+        campaign = (policy.name if policy is not None else "") or "campaign"
+        yield from manifest_script.check(rel, doc, loc, routes=routes, campaign=campaign)
 
 
 def _placeholders(rel: str, block: manifest.Block, loc: Locator) -> Iterator[Finding]:

@@ -9,6 +9,7 @@ A keyword it does not know makes compile() raise, so a schema change can never b
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,7 +25,11 @@ class UnsupportedSchema(Exception):
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A JSON number: never a bool, nor YAML's .nan or .inf (JSON has neither, and a bound
+    cannot judge NaN: NaN < 0 and NaN > 100 are both false). schema.py's reporter agrees."""
+    if isinstance(x, float):
+        return math.isfinite(x)
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 _TYPES: Mapping[str, Check] = {

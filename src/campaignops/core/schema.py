@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -50,11 +51,36 @@ def _fast(name: str) -> Callable[[Any], bool]:
         return lambda data: bool(validator.is_valid(data))
 
 
+NOT_FINITE = (
+    "{label}: {value!r} is not a finite number (NaN and infinity, YAML's .nan and .inf, are not "
+    "numbers here); write a number"
+)
+
+
+def _finite_number(checker: Any, instance: Any) -> bool:
+    if isinstance(instance, float):
+        return math.isfinite(instance)
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _finite_integer(checker: Any, instance: Any) -> bool:
+    # Draft 2020-12: 1.0 is an integer.
+    return _finite_number(checker, instance) and (
+        isinstance(instance, int) or float(instance).is_integer()
+    )
+
+
 @cache
 def _validator(name: str) -> Any:
-    from jsonschema import Draft202012Validator
+    """jsonschema's Draft 2020-12 validator, but a number is finite (compiled.py's rule): its
+    own takes NaN as a number that every bound lets through."""
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(load(name))
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _finite_number, "integer": _finite_integer}
+    )
+    extend: Callable[..., Any] = validators.extend  # untyped in jsonschema
+    return extend(Draft202012Validator, type_checker=checker)(load(name))
 
 
 def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
@@ -71,6 +97,9 @@ def _describe(err: Any) -> tuple[tuple[str | int, ...], str, bool]:
     if err.validator == "required":
         return where, err.message, False
     label = ".".join(str(p) for p in where) or "(top level)"
+    finite = not isinstance(err.instance, float) or math.isfinite(err.instance)
+    if err.validator == "type" and not finite:
+        return where, NOT_FINITE.format(label=label, value=err.instance), False
     if err.validator == "pattern" and isinstance(err.schema.get("description"), str):
         # The form in words, not the regex a person cannot read (resources.time's walltime).
         return (

@@ -40,6 +40,12 @@ class Resources:
     filesystems: str | None = None
 
 
+def job_name(campaign: str, target: str, stage: str) -> str:
+    """A job's name on every backend: ``<campaign>.<target>.<stage>``, the target a phase's or
+    the manifest's stem for an array of several (runner/plan.py)."""
+    return f"{campaign}.{target}.{stage}"
+
+
 @dataclass(frozen=True)
 class Precondition:
     """One of a manifest's top-level ``preconditions`` (schema: ``$defs/precondition``):

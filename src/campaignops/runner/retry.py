@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from campaignops.core import schema
 from campaignops.core.units import KIB
 from campaignops.learn.rightsizing import RAISE, size_kib
 from campaignops.model import accelerator, ledger
@@ -30,7 +31,12 @@ from campaignops.model.states import STATE_CATEGORIES
 
 OOM = "OUT_OF_MEMORY"
 PREEMPTED = "PREEMPTED"
-MAX_FACTOR = 100  # oom_retry.memory_factor's most (the manifest schema's maximum)
+# oom_retry's bounds are the manifest schema's (campaign check reports a value past them): the
+# runner reads a value past them as the default (a NaN, an infinity or 1e300 s of delay, which
+# no datetime can add, crashed status --refresh).
+_BOUNDS = schema.load(schema.MANIFEST)["properties"]["oom_retry"]["properties"]
+MAX_FACTOR: float = _BOUNDS["memory_factor"]["maximum"]
+MAX_DELAY_S: float = _BOUNDS["delay"]["maximum"]
 HOST_OOM = STATE_CATEGORIES[OOM]  # "oom-host"
 PREEMPTION = STATE_CATEGORIES[PREEMPTED]  # "preempted"
 
@@ -111,7 +117,11 @@ def policy_of(doc: Any) -> Policy | None:
     attempts, delay = found.get("max_attempts", 1), found.get("delay", 0)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 2:
         return None
-    ok = isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay >= 0
+    ok = (
+        isinstance(delay, (int, float))
+        and not isinstance(delay, bool)
+        and 0 <= delay <= MAX_DELAY_S
+    )
     factor = found.get("memory_factor", RAISE)
     number = isinstance(factor, (int, float)) and not isinstance(factor, bool)
     good = number and 1 <= factor <= MAX_FACTOR  # YAML's .inf and .nan are floats: neither

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from campaignops.model import ledger_index
 from campaignops.model.jobspec import JobState
+from campaignops.model.jobspec import job_name as job_name  # the runner names jobs by it
 from campaignops.model.ledger import Job
 from campaignops.model.ledger_index import Index
 from campaignops.model.states import FINISHED
@@ -19,10 +20,6 @@ from campaignops.runner.verdict import Verdict
 from campaignops.runner.verdict import listed as _listed
 from campaignops.runner.verdict import ok as _ok
 from campaignops.runner.verdict import refuse as _refuse
-
-
-def job_name(campaign: str, target: str, stage: str) -> str:
-    return f"{campaign}.{target}.{stage}"
 
 
 def _name_target(name: str | None, campaign: str) -> str | None:

@@ -53,7 +53,7 @@ from campaignops.backends.pbs.accounting import PbsOutputError as PbsOutputError
 from campaignops.backends.pbs.accounting import parse_states as parse_states
 from campaignops.core.errors import CampaignError
 from campaignops.model import walltime
-from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState, live
+from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState, Resources, live
 
 NAME = "pbs"
 # walltime= takes HH:MM:SS with hours past 24 (no days field).
@@ -138,9 +138,8 @@ def pbs_size(text: str) -> str:
     return f"{int(value)}{units[step].lower()}b"
 
 
-def _chunk(spec: JobSpec) -> list[str]:
+def _chunk(res: Resources) -> list[str]:
     """``select`` and ``place``, or nothing when the job asks for nothing the queue lacks."""
-    res = spec.resources
     if res.qos:
         raise PbsRefusal(message=f"qos {res.qos!r}: PBS Pro has no QoS", hint="drop it for PBS")
     parts = [
@@ -156,9 +155,42 @@ def _chunk(spec: JobSpec) -> list[str]:
     return ["-l select=" + ":".join([str(res.nodes or 1), *extra]), "-l place=scatter"]
 
 
+def _asked(res: Resources) -> list[str]:
+    """The request's lines before the walltime: account, queue, select."""
+    queue = res.queue or res.partition  # Slurm's partition is PBS's queue
+    return [
+        *([f"-A {_valid('account', res.account)}"] if res.account else []),
+        *([f"-q {_valid('queue', queue)}"] if queue else []),
+        *_chunk(res),
+    ]
+
+
+def _filesystems(res: Resources) -> list[str]:
+    return [f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []
+
+
+def unsayable(res: Resources) -> PbsRefusal | None:
+    """The refusal ``render`` gives for this request's #PBS lines, else None (the walltime
+    aside: render writes it from seconds)."""
+    try:
+        _asked(res)
+        _filesystems(res)
+    except PbsRefusal as exc:
+        return exc
+    return None
+
+
+def unnamable(name: str) -> PbsRefusal | None:
+    """The refusal ``render`` gives for this job name (-N), else None."""
+    try:
+        check_name(name)
+    except PbsRefusal as exc:
+        return exc
+    return None
+
+
 def _directives(spec: JobSpec) -> list[str]:
     res = spec.resources
-    queue = res.queue or res.partition  # Slurm's partition is PBS's queue
     log_dir = posixpath.normpath(posixpath.join(spec.workdir, spec.log_dir))
     if spec.max_parallel is not None and spec.max_parallel < 1:
         raise PbsRefusal(message=f"max_parallel {spec.max_parallel} < 1", hint="use 1 or more")
@@ -166,11 +198,9 @@ def _directives(spec: JobSpec) -> list[str]:
     after = ":".join(_valid("job id", j) for j in spec.after)
     lines = [
         f"-N {check_name(spec.name)}",
-        *([f"-A {_valid('account', res.account)}"] if res.account else []),
-        *([f"-q {_valid('queue', queue)}"] if queue else []),
-        *_chunk(spec),
+        *_asked(res),
         *([f"-l walltime={WALLTIME(spec.time_s)}"] if spec.time_s is not None else []),
-        *([f"-l filesystems={_valid('filesystems', res.filesystems)}"] if res.filesystems else []),
+        *_filesystems(res),
         *([f"-J {spec.array}"] if spec.array is not None else []),
         *([f"-W depend=afterok:{after}"] if after else []),
         f"-o {_valid('log directory', log_dir)}/",

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import Resources
 
 # Exit codes the server sets when it kills a job over a limit (negative: not the task's;
 # OpenPBS job.h: JOB_EXEC_KILL_MEM -27, JOB_EXEC_KILL_VMEM -26, JOB_EXEC_KILL_WALLTIME -29).
@@ -47,6 +49,18 @@ def _make(root: Path, name: str) -> Backend:
     return backend  # the module is the backend: the same for every checkout
 
 
+def _unsayable(res: Resources) -> CampaignError | None:
+    from campaignops.backends.pbs import backend  # when asked, as _make
+
+    return backend.unsayable(res)
+
+
+def _unnamable(name: str) -> CampaignError | None:
+    from campaignops.backends.pbs import backend  # when asked, as _make
+
+    return backend.unnamable(name)
+
+
 KIND = Kind(
     name="pbs",
     serves=_serves,
@@ -56,4 +70,6 @@ KIND = Kind(
     job_of=_job_of,
     raw_submit=frozenset({"qsub"}),
     raw_cancel=frozenset({"qdel"}),
+    unsayable=_unsayable,
+    unnamable=_unnamable,
 )

@@ -119,7 +119,10 @@ def _resources(res: Resources) -> list[str]:
             hint="on Slurm use resources.partition (and resources.constraint for features)",
         )
     if res.gpu_type is not None and not res.gpus:
-        raise SlurmRefusal(message="resources.gpu_type without resources.gpus")
+        raise SlurmRefusal(
+            message="resources.gpu_type without resources.gpus",
+            hint="ask for resources.gpus too (the GPUs per node), or drop resources.gpu_type",
+        )
     kind = f"{_valid('gpu type', res.gpu_type)}:" if res.gpu_type else ""
     out = []
     for field, option, form in _RESOURCE_OPTIONS:
@@ -130,6 +133,25 @@ def _resources(res: Resources) -> list[str]:
             text = _valid(form, value) if form else _count(field, value)
             out.append(f"--{option}=gpu:{kind}{text}" if field == "gpus" else f"--{option}={text}")
     return out
+
+
+def unsayable(res: Resources) -> SlurmRefusal | None:
+    """The refusal ``render`` gives for this request's #SBATCH lines, else None (the time
+    limit aside: render writes it from seconds)."""
+    try:
+        _resources(dataclasses.replace(res, time=None))
+    except SlurmRefusal as exc:
+        return exc
+    return None
+
+
+def unnamable(name: str) -> SlurmRefusal | None:
+    """The refusal ``render`` gives for this job name (--job-name), else None."""
+    try:
+        _valid("job name", name)
+    except SlurmRefusal as exc:
+        return exc
+    return None
 
 
 def _directives(spec: JobSpec) -> list[str]:

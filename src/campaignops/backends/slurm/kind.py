@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import Resources
 
 # Pending reasons a job can never leave: no log exists, the reason is the evidence (Slurm's
 # job_reason_codes page).
@@ -42,6 +44,18 @@ def _make(root: Path, name: str) -> Backend:
     return backend  # the module is the backend: the same for every checkout
 
 
+def _unsayable(res: Resources) -> CampaignError | None:
+    from campaignops.backends.slurm import backend  # when asked, as _make
+
+    return backend.unsayable(res)
+
+
+def _unnamable(name: str) -> CampaignError | None:
+    from campaignops.backends.slurm import backend  # when asked, as _make
+
+    return backend.unnamable(name)
+
+
 KIND = Kind(
     name="slurm",
     serves=_serves,
@@ -52,4 +66,6 @@ KIND = Kind(
     raw_cancel=frozenset({"scancel"}),
     # srun inside a job's allocation runs a step of it; outside one it asks for a new allocation.
     allocation=("srun", ("SLURM_JOB_ID", "SLURM_JOBID")),
+    unsayable=_unsayable,
+    unnamable=_unnamable,
 )
