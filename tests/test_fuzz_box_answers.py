@@ -27,7 +27,7 @@ from campaignops.backends.ssh.answers import BadAnswer
 from campaignops.backends.ssh.backend import SshBackendError
 from campaignops.backends.ssh.instances import Instance
 from campaignops.model.states import STATES
-from campaignops.remote import boxexec
+from campaignops.remote.commands import cmd_status
 
 BOUNDED = settings(max_examples=300, deadline=None, database=None)
 FIXTURE = settings(
@@ -328,7 +328,7 @@ def test_the_executors_status_is_always_an_answer_the_runner_accepts(
     job: Any, state: Any, tmp_path: Path
 ) -> None:
     _job_dir(tmp_path, job, state)
-    answer = json.loads(json.dumps(boxexec.cmd_status(tmp_path, [JOB])))
+    answer = json.loads(json.dumps(cmd_status(tmp_path, [JOB])))
     checked = boxanswers.status_answer(answer)
     view = checked["jobs"][JOB]
     if "error" in view:

@@ -1,25 +1,42 @@
 """A box on this machine for the box executor's tests: a jobs root, a deploy directory, and
 ``nvidia-smi`` replaying a recording (tests/fakes/nvidia_smi_replay.py) at the front of PATH.
 
-The executor runs as it does on a rented box: ``python3 boxexec.py CMD …`` as a subprocess, on
+The executor runs as it does on a rented box: ``python3 boxexec-<hash>.pyz CMD …`` (the zip the ssh
+backend places, campaignops.remote.artifact) as a subprocess, on
 real bash tasks; only the GPU query is a replay, because no GPU is here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import campaignops.remote.boxexec as boxexec_module
+from campaignops.remote import artifact
+from campaignops.remote.records import alive
+from campaignops.remote.supervision import killpg
 
-BOXEXEC = Path(boxexec_module.__file__).resolve()
+
+def placed(data: bytes) -> Path:
+    """The executor's zip in the temporary directory, by its content as on a box: written once
+    (atomically: xdist workers may race), never over an existing one."""
+    path = Path(tempfile.gettempdir()) / f"boxexec-{hashlib.sha256(data).hexdigest()[:12]}.pyz"
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path
+
+
+BOXEXEC = placed(artifact.build())
 TESTS = Path(__file__).resolve().parent.parent
 RECORDINGS = TESTS / "data" / "nvidia-smi"
 REPLAY = TESTS / "fakes" / "nvidia_smi_replay.py"
@@ -127,8 +144,8 @@ class Box:
             state = json.loads(state_file.read_text(encoding="utf-8"))
             records = [state.get("executor"), *state.get("tasks", {}).values()]
             for record in records:
-                if boxexec_module.alive(record):
-                    boxexec_module.killpg(record["pid"], signal.SIGKILL)
+                if alive(record):
+                    killpg(record["pid"], signal.SIGKILL)
         tmux = ["tmux", "-L", self.env["BOXEXEC_TMUX_SOCKET"], "kill-server"]
         subprocess.run(tmux, capture_output=True, check=False)
 

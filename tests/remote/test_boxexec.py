@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.remote import boxexec
+from campaignops.remote import commands
+from campaignops.remote.executor import Executor
+from campaignops.remote.records import alive
+from campaignops.remote.supervision import killpg
 from tests.remote.boxkit import BOXEXEC, Box
 
 # A task that appends its index to deploy/<file> once per run, so a re-run shows.
@@ -271,20 +274,20 @@ def test_cancel_with_no_executor_records_a_task_that_died_after_the_look(
     box.until("j", lambda v: v["tasks"]["0"]["state"] == "RUNNING", "running")
     os.kill(box.state("j")["executor"]["pid"], signal.SIGKILL)
     box.until("j", lambda v: not v["executor_alive"], "executor dead")
-    save = boxexec.Executor.save
+    save = Executor.save
 
-    def save_then_die(self: boxexec.Executor) -> None:
+    def save_then_die(self: Executor) -> None:
         save(self)
         for task in self.tasks.values():  # the stopped task ends right after the look
-            if task["stop"] and boxexec.alive(task):
-                boxexec.killpg(task["pid"], signal.SIGKILL)
+            if task["stop"] and alive(task):
+                killpg(task["pid"], signal.SIGKILL)
                 deadline = time.monotonic() + 30
-                while boxexec.alive(task):
+                while alive(task):
                     assert time.monotonic() < deadline, "the task outlived its KILL"
                     time.sleep(0.01)
 
-    monkeypatch.setattr(boxexec.Executor, "save", save_then_die)
-    result = boxexec.cmd_cancel(box.root / "j", None)
+    monkeypatch.setattr(Executor, "save", save_then_die)
+    result = commands.cmd_cancel(box.root / "j", None)
     assert (result["by"], result["state"]) == ("cancel", "CANCELLED")
     assert box.state("j")["tasks"]["0"]["state"] == "CANCELLED"
 

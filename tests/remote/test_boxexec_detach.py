@@ -7,13 +7,16 @@ import ast
 import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from campaignops.remote import boxexec
+from campaignops.remote import artifact, executor, jobstate
+from campaignops.remote.gpus import parse_gpus
+from campaignops.remote.records import alive
 from tests.remote.boxkit import BOXEXEC, RECORDINGS, Box
 
 HOLD = 'while [ ! -e "go-$CAMPAIGN_TASK_INDEX" ]; do sleep 0.05; done'
@@ -72,7 +75,7 @@ def test_killing_the_session_kills_the_executor_not_its_tasks(box: Box) -> None:
     subprocess.run(["tmux", "-L", socket, "kill-session", "-t", "=campaignops-j"], check=True)
     box.until("j", lambda v: not v["executor_alive"], "executor gone")
     task = box.state("j")["tasks"]["0"]
-    assert boxexec.alive(task)
+    assert alive(task)
     (box.deploy / "go-0").touch()
     box.start("j")
     assert box.finished("j")["tasks"]["0"]["state"] == "COMPLETED"
@@ -141,21 +144,37 @@ def test_the_executor_runs_under_python_3_8(box: Box) -> None:
 
 
 def test_the_executor_is_python_3_8_syntax_and_imports_only_the_standard_library() -> None:
-    tree = ast.parse(BOXEXEC.read_text(encoding="utf-8"), feature_version=(3, 8))
-    imported = {
-        alias.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in (
-            node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")]
-        )
-    }
-    assert imported <= set(__import__("sys").stdlib_module_names) | {"__future__"}
+    """Every module of the zip a box gets: its own package, else the standard library."""
+    for name, data in artifact.members().items():
+        tree = ast.parse(data.decode("utf-8"), filename=name, feature_version=(3, 8))
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in (
+                node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")]
+            )
+        }
+        ours = {i for i in imported if i.startswith("campaignops.remote.")}
+        others = {i.split(".")[0] for i in imported - ours}
+        assert others <= set(__import__("sys").stdlib_module_names) | {"__future__"}, name
+        assert all(f"campaignops/remote/{i.split('.')[2]}.py" in artifact.members() for i in ours)
+
+
+def test_the_zip_is_the_same_bytes_each_time_and_runs_from_any_directory(tmp_path: Path) -> None:
+    assert artifact.build() == artifact.build()
+    # -S: no site-packages, so no campaignops but the zip's own (as on a box).
+    out = subprocess.run(
+        [sys.executable, "-S", str(BOXEXEC), "status", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["jobs"] == {}
 
 
 def test_nvidia_smi_rows_parse_with_odd_spacing_units_and_n_a() -> None:
     text = " 0 ,  103,16384\n1, [N/A], [N/A]\n2, 7358 MiB, 8192 MiB\n\nNo devices were found\n"
-    assert boxexec.parse_gpus(text) == [
+    assert parse_gpus(text) == [
         {"index": 0, "memory_used_mib": 103, "memory_total_mib": 16384},
         {"index": 1, "memory_used_mib": None, "memory_total_mib": None},
         {"index": 2, "memory_used_mib": 7358, "memory_total_mib": 8192},
@@ -165,7 +184,7 @@ def test_nvidia_smi_rows_parse_with_odd_spacing_units_and_n_a() -> None:
 def test_every_recording_replays_into_rows() -> None:
     for recording in sorted(RECORDINGS.glob("*.csv")):
         rows = [ln for ln in recording.read_text().splitlines() if ln and not ln.startswith("#")]
-        parsed = boxexec.parse_gpus("\n".join(rows))
+        parsed = parse_gpus("\n".join(rows))
         assert [r["index"] for r in parsed] == list(range(len(rows))), recording.name
 
 
@@ -183,7 +202,8 @@ def test_the_executors_copies_of_runner_constants_agree_with_the_runner() -> Non
     from campaignops.backends import script
     from campaignops.model import jobspec, states
 
-    assert dict(script.REASONS) == boxexec.REASONS
-    assert tuple(s for s in states.WORST_FIRST if s != "UNKNOWN") == boxexec.WORST_FIRST
-    assert set(boxexec.FINISHED) <= states.FINISHED
-    assert f"{jobspec.TASK_INDEX}=key" in BOXEXEC.read_text(encoding="utf-8")  # the task env
+    assert dict(script.REASONS) == executor.REASONS
+    assert tuple(s for s in states.WORST_FIRST if s != "UNKNOWN") == jobstate.WORST_FIRST
+    assert set(jobstate.FINISHED) <= states.FINISHED
+    source = Path(executor.__file__).read_text(encoding="utf-8")
+    assert f"{jobspec.TASK_INDEX}=key" in source  # the task env

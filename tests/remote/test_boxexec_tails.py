@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from campaignops.remote import boxexec
+from campaignops.remote.commands import HOME_TAIL_BYTES
+from campaignops.remote.executor import TAIL_LINES
 from tests.remote.boxkit import Box
 
 HOLD = 'while [ ! -e "go-$CAMPAIGN_TASK_INDEX" ]; do sleep 0.05; done'
@@ -30,7 +31,7 @@ def test_only_ended_tasks_answer_with_their_last_lines_bounded(box: Box) -> None
     got = box.call("tails", str(box.root), "j=0,1,2,7", "nosuch=0", "../j=0")
     assert set(got) == {"j"} and set(got["j"]) == {"0", "2"}  # 1 runs, 7 is no task
     lines = got["j"]["0"].splitlines()
-    assert len(lines) == boxexec.TAIL_LINES and lines[-2:] == [long, "last"]
+    assert len(lines) == TAIL_LINES and lines[-2:] == [long, "last"]
     assert got["j"]["2"] == "two\n"
     assert box.call("tails", str(box.root)) == {}
 
@@ -40,4 +41,4 @@ def test_a_tail_is_at_most_the_byte_bound(box: Box) -> None:
     box.start("j")
     box.finished("j")
     text = box.call("tails", str(box.root), "j=0")["j"]["0"]
-    assert len(text.encode()) <= boxexec.HOME_TAIL_BYTES and text.endswith("100\n")
+    assert len(text.encode()) <= HOME_TAIL_BYTES and text.endswith("100\n")

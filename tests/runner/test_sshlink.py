@@ -157,7 +157,7 @@ def test_the_executor_is_placed_by_content_and_never_overwritten(ssh_boxes: Any)
     # A stand-in executor that only prints its arguments: this test is about the files.
     source = b'import json, sys\nprint(json.dumps({"pid": 1, "argv": sys.argv[1:]}))\n'
     name = sshlink.executor_name(source)
-    assert name == f"boxexec-{hashlib.sha256(source).hexdigest()[:12]}.py"
+    assert name == f"boxexec-{hashlib.sha256(source).hexdigest()[:12]}.pyz"
     box = instance(ssh_boxes[1])
     job = "ssh-1-abcdef"
     files = {

@@ -13,12 +13,14 @@ import hashlib
 import json
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from campaignops.backends.ssh.backend import SUBMIT, SshBackend
 from campaignops.model import ledger
 from campaignops.model.states import FINISHED
 from tests import waiting
@@ -94,6 +96,19 @@ def camp(new_campaign, ssh_boxes, ssh_log) -> Iterator[Path]:  # type: ignore[no
             except (FileNotFoundError, ProcessLookupError):
                 continue
         box.ssh("rm -rf ~/work/* ~/work/.campaignops")
+
+
+# remote/boxexec.py as the last release before the zip shipped it (at 310c466), byte for byte.
+ONE_FILE_EXECUTOR = Path(__file__).resolve().parent.parent / "data" / "boxexec-one-file.py.txt"
+# The submit helper of a runner from before the zip: it places the one-file executor instead.
+BEFORE_THE_ZIP = (
+    "import hashlib, sys\n"
+    "from campaignops.backends.ssh import link, submit\n"
+    "old = open(sys.argv[1], 'rb').read()\n"
+    "link.executor_source = lambda: old\n"
+    "link.executor_name = lambda s: 'boxexec-%s.py' % hashlib.sha256(s).hexdigest()[:12]\n"
+    "sys.exit(submit.main(sys.argv[2:]))\n"
+)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
@@ -362,3 +377,50 @@ def test_a_cell_without_its_output_fails_on_its_box(camp: Path, run, ssh_boxes) 
     entry = finished.record["placement"][1]
     log = Path(entry["dir"]) / f"logs/{finished.text('name')}-{finished.job_id}_1.out"
     assert "campaign: output-missing: runs/smoke/b" in log.read_text()
+
+
+def test_a_box_still_running_the_one_file_executor_is_read_after_the_upgrade(
+    camp: Path, run, ssh_boxes, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A job placed before the executor became a zip (``boxexec-<hash>.py``, one file) keeps
+    being read while that executor runs it; a job placed after gets the zip beside it."""
+    helper = SshBackend._helper
+
+    def before_the_zip(self: SshBackend, module: str, command: str, *args: str) -> list[str]:
+        argv = helper(self, module, command, *args)
+        if module != SUBMIT:
+            return argv
+        return [sys.executable, "-c", BEFORE_THE_ZIP, str(ONE_FILE_EXECUTOR), *argv[3:]]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(SshBackend, "_helper", before_the_zip)
+        assert run("submit", "manifests/naps.yaml", "--stage", "smoke").code == 0
+    old = newest(camp)
+    assert {p["executor"].rpartition("/")[2] for p in old.record["placement"]} == {
+        f"boxexec-{hashlib.sha256(ONE_FILE_EXECUTOR.read_bytes()).hexdigest()[:12]}.py"
+    }
+    box1, job_id = ssh_boxes[0], str(old.job_id)
+    wait_for("task 0 to run", lambda: box_state(box1, job_id).get("tasks", {}).get("0", {}).get(
+        "state") == "RUNNING")  # fmt: skip
+    executor = box_state(box1, job_id)["executor"]["pid"]
+    assert Path(f"/proc/{executor}/cmdline").read_bytes().split(b"\0")[1].endswith(b".py")
+    # The upgraded runner asks the one-file executor (the only one placed) ...
+    assert run("status", "--refresh").code == 0
+    assert newest(camp).state in ("PENDING", "RUNNING"), newest(camp).record
+    sub = run(
+        "submit", "manifests/example-queue.yaml", "--stage", "smoke", "--backend", "generic-ssh"
+    )
+    assert sub.code == 0, sub.err
+    new = newest(camp)
+    assert all(p["executor"].endswith(".pyz") for p in new.record["placement"])
+
+    # ... and then the zip, the newest placed, which reads the old executor's job files too.
+    def both_finished() -> bool:
+        assert run("status", "--refresh").code == 0
+        jobs = {j.job_id: j for j in ledger.read(camp).jobs}
+        return all(jobs[j].state in FINISHED for j in (old.job_id, new.job_id))
+
+    wait_for("both jobs to finish", both_finished)
+    jobs = {j.job_id: j for j in ledger.read(camp).jobs}
+    assert (jobs[old.job_id].state, jobs[new.job_id].state) == ("COMPLETED", "COMPLETED")
+    assert box_state(box1, job_id)["executor"]["pid"] == executor  # never restarted

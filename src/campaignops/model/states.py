@@ -2,7 +2,7 @@
 array's tasks fold into one, and which failure category a final state names on its own.
 
 Written once, here: the runner, the ledger's fold, diagnosis and right-sizing import it. The
-box executor (remote/boxexec.py, standard library only) carries its own copy of the states it
+box executor (remote/jobstate.py, standard library only) carries its own copy of the states it
 writes; tests/remote/test_boxexec_detach.py keeps that copy from drifting.
 """
 

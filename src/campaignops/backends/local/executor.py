@@ -19,7 +19,7 @@ This module is the executor (``run``: the task loop over these files) and the co
 ``submit`` and ``cancel`` are in campaignops.backends.local.jobfiles, the readers behind ``status`` and
 ``siblings`` in campaignops.backends.local.state. The rules each task runs under (its own
 session, the time limit and warning, TERM then KILL, the memory limit, cancel requests, afterok,
-reaping) are the one supervisor's, in campaignops.remote.boxexec, which also runs box and local
+reaping) are the one supervisor's, in campaignops.remote.supervision, which also runs box and local
 GPU jobs: this executor keeps only the local job's files and its task bookkeeping.
 
 ``submit`` starts ``run`` in a new session (``setsid``), so the executor is the leader of its
@@ -50,7 +50,7 @@ from campaignops.backends.local.state import jobs, view
 from campaignops.core.errors import CampaignError
 from campaignops.model.jobspec import TASK_INDEX
 from campaignops.model.states import FINISHED
-from campaignops.remote.boxexec import (
+from campaignops.remote.supervision import (
     afterok,
     become_subreaper,
     cancel_requests,
@@ -86,7 +86,7 @@ class _Task:
     ended: str | None = None
     elapsed_s: float | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    # The supervisor's clock (campaignops.remote.boxexec.fresh_clock), on time.monotonic().
+    # The supervisor's clock (campaignops.remote.supervision.fresh_clock), on time.monotonic().
     clock: dict[str, Any] = field(default_factory=lambda: fresh_clock(0.0))
 
     def public(self) -> Json:

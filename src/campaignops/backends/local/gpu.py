@@ -47,14 +47,15 @@ from campaignops.core.errors import CampaignError
 from campaignops.model import catalog, manifest_keys
 from campaignops.model.jobspec import JobSpec
 from campaignops.model.states import FINISHED
-from campaignops.remote import boxexec
+from campaignops.remote import boxexec, commands
+from campaignops.remote.records import BoxError, read_json
 
 HELPER = "campaignops.backends.local.gpu"
 BOX_DIR = "box"  # under the local state root: .campaign/local/box
 ID_PREFIX = "local-gpu-"
 BOX = "#LOCALBOX --box="  # the box keys as one JSON object (spec.BoxSettings.record)
 AFTER = "#LOCALBOX --after="
-EXECUTOR = Path(boxexec.__file__).resolve()
+EXECUTOR = Path(boxexec.__file__).resolve()  # its entry module, run by path
 # BoxSettings fields only the box executor runs (manifest_keys.BOX_KEYS): localexec ignores them.
 BOX_ONLY = ("conda", "conda_hook", "gpu_free_threshold_mib")
 
@@ -197,7 +198,7 @@ def status(root: Path, ids: Sequence[str]) -> dict[str, Any]:
     if ids and not names:
         return {"executor": "box", "jobs": []}
     known = [n for n in names if (root / n).is_dir()]
-    doc = boxexec.cmd_status(root, known) if (known or not ids) else {"jobs": {}}
+    doc = commands.cmd_status(root, known) if (known or not ids) else {"jobs": {}}
     jobs = []
     for job_id, seen in sorted(doc["jobs"].items()):
         if not is_box_id(job_id):
@@ -207,7 +208,7 @@ def status(root: Path, ids: Sequence[str]) -> dict[str, Any]:
             # environment; one that will not start is tried again at the next refresh.
             with contextlib.suppress(CampaignError):
                 _start(root / job_id)
-        job = boxexec.read_json(root / job_id / "job.json") or {}
+        job = read_json(root / job_id / "job.json") or {}
         text = {k: job.get(k) for k in ("name", "comment", "submitted")}
         jobs.append({"job_id": job_id, **text, "tasks": seen.get("tasks") or {}})
     gone = [n for n in names if n not in known]
@@ -248,8 +249,8 @@ def cancel(state: Path, ids: Sequence[str]) -> None:
         if not (jobdir / "job.json").is_file():
             raise local.LocalBackendError(message=f"no local GPU job {base} under {state}")
         try:
-            boxexec.cmd_cancel(jobdir, index or None)
-        except boxexec.BoxError as exc:
+            commands.cmd_cancel(jobdir, index or None)
+        except BoxError as exc:
             raise local.LocalBackendError(message=exc.message, hint=exc.hint) from None
 
 

@@ -39,7 +39,7 @@ from campaignops.backends.local.state import (
 )
 from campaignops.core.atomic import write_atomic
 from campaignops.model.states import FINISHED
-from campaignops.remote.boxexec import killpg, request_cancel
+from campaignops.remote.supervision import killpg, request_cancel
 
 Json = dict[str, Any]
 

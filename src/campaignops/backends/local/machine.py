@@ -51,7 +51,7 @@ from campaignops.model import walltime
 from campaignops.model.jobspec import TASK_INDEX, JobSpec, JobState
 from campaignops.model.states import FINISHED, STATES
 from campaignops.model.states import worst as spec_worst
-from campaignops.remote.boxexec import KILL_WAIT_S  # the supervisor's default, rendered
+from campaignops.remote.supervision import KILL_WAIT_S  # the supervisor's default, rendered
 
 STATE_DIR = ".campaign/local"  # relative to the campaign checkout; gitignored by the template
 EXECUTOR = "campaignops.backends.local.executor"

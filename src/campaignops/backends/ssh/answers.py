@@ -1,7 +1,7 @@
 """What a box answers, checked before use (docs/robustness.md, "Box answers").
 
-A rented box is somebody else's computer: its executor (campaignops/remote/boxexec.py) may be
-damaged, another version, or replaced, so every JSON document that comes back is read as
+A rented box is somebody else's computer: its executor (campaignops/remote/, one zip there) may
+be damaged, another version, or replaced, so every JSON document that comes back is read as
 untrusted. ``status_answer`` checks the executor's ``status`` document (shape, types, task
 indices, sizes; strings cut at MAX_TEXT) and returns only the fields the runner reads; else
 it raises BadAnswer naming the first thing wrong, which the caller turns into UNKNOWN tasks
@@ -105,7 +105,7 @@ def _field(doc: Mapping[str, Any], key: str, where: str, *, wanted: str, null: b
     return value[:MAX_TEXT] if isinstance(value, str) else value
 
 
-# The task fields the executor's status gives (boxexec.PUBLIC), by type.
+# The task fields the executor's status gives (campaignops.remote.jobstate.PUBLIC), by type.
 TASK_FIELDS = {
     "state": TEXT,
     "exit_code": WHOLE,

@@ -6,7 +6,7 @@ two helper processes on this machine, which make the ssh calls (campaignops.back
 
 - ``python -m campaignops.backends.ssh.submit submit …`` deploys the campaign at the submitted
   commit on each instance (``git archive | ssh tar``, once per commit), places the executor
-  (campaignops/remote/boxexec.py, named by its content) and the instance's job directory, and
+  (campaignops/remote/ as one zip, named by its content) and the instance's job directory, and
   ``start``\\ s it detached (tmux, else ``setsid -f``). The array's indices are dealt round-robin
   across the page's instances. It prints the job id (``ssh-<n>-<6 hex>``) and the placement
   (instance, commit, remote directory, executor pid per instance), which the ledger records.

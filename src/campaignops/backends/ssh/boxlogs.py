@@ -28,10 +28,10 @@ from campaignops.backends.ssh.answers import index_of
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.atomic import write_atomic
 from campaignops.core.errors import CampaignError
-from campaignops.remote import boxexec
+from campaignops.remote.commands import HOME_TAIL_BYTES
 
 MARK = "@@campaign-tails"
-LIMIT = boxexec.HOME_TAIL_BYTES
+LIMIT = HOME_TAIL_BYTES
 
 Json = dict[str, Any]
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from campaignops.backends.ssh.instances import Instance
 from campaignops.core.errors import CampaignError
 from campaignops.core.layout import OUT_ROOT as OUT_LINK  # ${CAMPAIGN_OUT} is runs/<stage>
-from campaignops.remote import boxexec
+from campaignops.remote import artifact
 
 SSH_FAILED = 255
 ATTEMPTS = 3
@@ -46,7 +46,6 @@ CONNECT_TIMEOUT_S = 10
 CALL_TIMEOUT_S = 300.0
 CONTROL_PERSIST_S = 60
 STATE = ".campaignops"  # under the instance's workdir: executors and job directories
-EXECUTOR_SOURCE = Path(boxexec.__file__).resolve()
 
 
 class Unreachable(CampaignError):
@@ -316,15 +315,17 @@ def deploy_command(target: str) -> str:
 
 
 def executor_name(source: bytes) -> str:
-    return f"boxexec-{hashlib.sha256(source).hexdigest()[:12]}.py"
+    """The executor's name on a box, by its content: a new version is a new file, so a running
+    executor is never overwritten (an older ``boxexec-<hash>.py``, one file, keeps running)."""
+    return f"boxexec-{hashlib.sha256(source).hexdigest()[:12]}.pyz"
 
 
 def executor_source() -> bytes:
     try:
-        return EXECUTOR_SOURCE.read_bytes()
+        return artifact.build()
     except OSError as exc:
         raise CampaignError(
-            message=f"the box executor {EXECUTOR_SOURCE} cannot be read: {exc.strerror}",
+            message=f"the box executor {exc.filename} cannot be read: {exc.strerror}",
             hint="reinstall campaignops (the executor ships with the package)",
         ) from None
 

@@ -30,7 +30,7 @@ from campaignops.model import backendpage, ledger
 CONNECTION = ("host", "port", "identity", "known_hosts", "workdir")
 SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\Z")
 COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
-EXECUTOR = re.compile(r"boxexec-[0-9a-f]{1,64}\.py\Z")
+EXECUTOR = re.compile(r"boxexec-[0-9a-f]{1,64}\.pyz?\Z")  # .py: one file, before the zip
 REFUSED_WHAT = (
     "job {job_id}'s placement on instance {name!r} is not what backend page "
     "backends/{backend}.md gives ({what})"
@@ -106,7 +106,7 @@ def _directories(entry: Mapping[str, Any], box: Instance, job_id: str) -> list[s
     if not (isinstance(executor, str) and executor.startswith(state + "/")) or not (
         EXECUTOR.fullmatch(name)
     ):
-        wrong.append(f"executor {executor!r} is not {state}/boxexec-<hash>.py")
+        wrong.append(f"executor {executor!r} is not {state}/boxexec-<hash>.pyz")
     deploy, commit = entry.get("dir"), entry.get("commit")
     base = box.workdir.rstrip("/") + "/"
     slug, _, tail = deploy[len(base) :].partition("/") if isinstance(deploy, str) else ("", "", "")

@@ -6,7 +6,7 @@ deals the array's indices round-robin across the instances, then, per instance t
 
 1. deploys the campaign's tree at the submitted commit (the comment's second word) to
    ``<workdir>/<campaign>/<commit>/`` with ``git archive <commit> | ssh tar``, once;
-2. in ONE more ssh call, places the executor (``<workdir>/.campaignops/boxexec-<hash>.py``,
+2. in ONE more ssh call, places the executor (``<workdir>/.campaignops/boxexec-<hash>.pyz``,
    never overwritten), the job directory (``script.sh`` with the deploy directory filled in,
    ``job.json``) and runs the executor's ``start`` (detached; idempotent).
 
