@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from campaignops.remote import idle
 from campaignops.remote.executor import TAIL_LINES, Executor
 from campaignops.remote.gpus import query_gpus
 from campaignops.remote.jobstate import (
@@ -138,6 +139,7 @@ def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     executor = Executor(jobdir)
     executor.run()
+    idle.hand_on(jobdir, executor.job)  # the box's idle stop, when the job carries one
     return {"ran": True, "state": executor.state["state"]}
 
 
@@ -303,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tails = sub.add_parser("tails", help=text, description=text)
     tails.add_argument("root", help="<workdir>/.campaignops/jobs")
     tails.add_argument("pairs", nargs="*", metavar="JOB=INDICES")
+    text = "stop this box with the newest job's idle_stop once no job has run a task for that long"
+    sub.add_parser("idle", help=text, description=text).add_argument("root")
     text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
     cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
@@ -315,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = cmd_verdict(Path(args.root), args.pairs)
         elif args.command == "tails":
             result = cmd_tails(Path(args.root), args.pairs)
+        elif args.command == "idle":
+            result = idle.watch(Path(args.root).absolute())
         else:
             jobdir = Path(args.jobdir).absolute()
             if args.command == "start":
