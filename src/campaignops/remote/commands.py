@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops.remote import idle
 from campaignops.remote.executor import TAIL_LINES, Executor
 from campaignops.remote.gpus import query_gpus
+from campaignops.remote.idle import hand_on, watch
 from campaignops.remote.jobstate import (
     FINISHED,
     NAME,
@@ -139,7 +139,7 @@ def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     executor = Executor(jobdir)
     executor.run()
-    idle.hand_on(jobdir, executor.job)  # the box's idle stop, when the job carries one
+    hand_on(jobdir, executor.job)  # the box's idle stop, when the job carries one
     return {"ran": True, "state": executor.state["state"]}
 
 
@@ -320,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "tails":
             result = cmd_tails(Path(args.root), args.pairs)
         elif args.command == "idle":
-            result = idle.watch(Path(args.root).absolute())
+            result = watch(Path(args.root).absolute())
         else:
             jobdir = Path(args.jobdir).absolute()
             if args.command == "start":
