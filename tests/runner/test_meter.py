@@ -31,6 +31,7 @@ def job(
     tasks: dict[str, Any] = {str(i): {"released": t} for i, t in released.items()}
     record = {
         "job_id": f"ssh-{lid}",
+        "targets": [f"t{i}" for i in range(1 + max(i for idx in shares.values() for i in idx))],
         "backend": "vast-ai",
         "submitted": submitted,
         "placement": placement,
@@ -147,3 +148,14 @@ def test_status_says_when_a_box_whose_page_gives_a_self_stop_stops_itself() -> N
         for m in meter.meters([ended_job("L3", "a", {"0": {"state": "RUNNING"}})], PRICES)
     ]
     assert meter.stops(busy, NOW, 30) == []  # a task still runs there: no countdown
+
+
+def test_a_job_of_one_cell_is_idle_by_its_own_end() -> None:
+    # The ledger keeps a one-target job's state and end on the job itself: no tasks map.
+    base = job("L1", "2026-11-24T08:00:00Z", {"a": [0]}, {})
+    record = {**base.record, "state": "COMPLETED", "exit_code": 0, "ended": "2026-11-24T11:00:00Z"}
+    record.pop("tasks")
+    one = ledger.Job(ledger_id="L1", record=record, first_line=1, first_time=base.first_time)
+    (found,) = meter.meters([one], PRICES)
+    assert found.idle_since == dt.datetime(2026, 11, 24, 11, 0, tzinfo=UTC)
+    assert meter.idle([found], NOW, 30) != []

@@ -28,7 +28,6 @@ from campaignops.backends.ssh.kind import KIND
 from campaignops.core.errors import CampaignError
 from campaignops.model import backendpage, ledger
 from campaignops.model import policy as policy_mod
-from campaignops.model.states import FINISHED
 
 WARN_FRACTION = 0.8
 
@@ -74,7 +73,9 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
             for index in share.indices:
                 fields = tasks.get(str(index)) if isinstance(tasks, dict) else None
                 fields = fields if isinstance(fields, dict) else {}
-                ends.saw(name, fields)
+                # How the task ended is read as everywhere (Job.task: its array task's record,
+                # else, for a job of one target, the job's own): a one-cell job has no tasks.
+                ends.saw(name, job.task(job.targets[index]) if index < len(job.targets) else None)
                 at = ledger.parse_time(fields.get("released"))
                 if at is None:
                     held.add(name)
@@ -96,10 +97,9 @@ class _Ends:
         self.busy: set[str] = set()
         self.last: dict[str, dt.datetime] = {}
 
-    def saw(self, name: str, task: Mapping[str, object]) -> None:
-        raw = task.get("ended")
-        ended = ledger.parse_time(raw) if isinstance(raw, str) else None
-        if task.get("state") not in FINISHED or ended is None:
+    def saw(self, name: str, task: ledger.Task | None) -> None:
+        ended = ledger.parse_time(task.ended) if task is not None else None
+        if task is None or not task.finished or ended is None:
             self.busy.add(name)
         elif name not in self.last or ended > self.last[name]:
             self.last[name] = ended
