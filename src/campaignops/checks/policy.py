@@ -22,7 +22,10 @@ from campaignops.model import failure_patterns as patterns
 from campaignops.model import policy as policy_mod
 
 FAMILY = "POLICY"
-SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
+SUMMARY = (
+    "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements, "
+    "idle boxes' self-stop"
+)
 CODES = code_table(
     Code(
         id="POLICY001",
