@@ -8,8 +8,7 @@ loses every output not yet pulled (POLICY008, at the page's ``self_stop``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from campaignops.backends import registry
 from campaignops.checks import manifest_runs
@@ -62,7 +61,7 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
             )
         elif stop.irreversible:
             rel = backendpage.path_of(name)
-            line, col = _page_at(ctx, rel, page)
+            line, col = _page_at(ctx, rel)
             yield IRREVERSIBLE.at(rel, line, col, command=stop.command)
 
 
@@ -71,7 +70,7 @@ def _policy_at(ctx: CheckContext) -> tuple[int, int]:
     return Locator(text).at(("budgets", "idle_stop_minutes"), key=True)
 
 
-def _page_at(ctx: CheckContext, rel: str, page: Mapping[str, Any]) -> tuple[int, int]:
+def _page_at(ctx: CheckContext, rel: str) -> tuple[int, int]:
     fm = frontmatter.split(ctx.reader.read_text(rel) or "")
     if fm is None:
         return 1, 1
