@@ -138,6 +138,8 @@ def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     executor = Executor(jobdir)
+    if executor.job.get("local"):  # TERM to a local job's executor (its handle) cancels the job
+        signal.signal(signal.SIGTERM, lambda signum, frame: request_cancel(jobdir))
     executor.run()
     hand_on(jobdir, executor.job)  # the box's idle stop, when the job carries one
     return {"ran": True, "state": executor.state["state"]}
