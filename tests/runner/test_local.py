@@ -7,6 +7,7 @@ and every wait is bounded.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -57,7 +58,13 @@ def root(tmp_path: Path) -> Iterator[Path]:
 
 
 def state_of(root: Path, job_id: str) -> dict[str, Any]:
-    return localstate.read_json(root / job_id / "state.json") or {"state": "PENDING", "tasks": []}
+    """The job's state file as the readers take it (localstate.read_state), with the pid of the
+    executor it names."""
+    state = localstate.read_state(root / job_id)
+    if not isinstance(state, dict):
+        return {"state": "PENDING", "tasks": []}
+    executor = state.get("executor") or {}
+    return state | ({"executor_pid": executor["pid"]} if "pid" in executor else {})
 
 
 def task_of(root: Path, job_id: str, index: int) -> dict[str, Any]:
@@ -530,3 +537,52 @@ def test_siblings_are_the_unfinished_jobs_of_a_name(root: Path, tmp_path: Path) 
 
     assert siblings(False) == [(live, "L2 abc")]
     assert siblings(True) == [(done, "L1 abc"), (live, "L2 abc")]
+
+
+# --- one loop: a job submitted before it -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "module", ["campaignops.backends.local.executor", "campaignops.runner.localexec"]
+)
+def test_a_job_submitted_before_one_loop_runs_from_its_old_start(
+    root: Path, tmp_path: Path, module: str
+) -> None:
+    """An older submit wrote job.json without the box executor's keys and started ``python -m
+    <module> run``: that start runs the job under the one supervisor, and status reads it."""
+    job_id = "local-7-abcdef"
+    job_dir = root / job_id
+    job_dir.mkdir(parents=True)
+    text = local.render(spec(tmp_path, "echo first > one", "exit 3", max_parallel=1))
+    (job_dir / "script.sh").write_text(text)
+    old = {"job_id": job_id, "name": "demo.t1.smoke", "comment": "", "timelimit": None}
+    old |= {"submitted": "2026-11-27T00:00:00+00:00", "size": 2}
+    (job_dir / "job.json").write_text(json.dumps(old))
+    argv = [sys.executable, "-m", module, "run", "--state", str(root), job_id]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=WAIT_S, check=False)
+    assert done.returncode == 0, done.stderr
+    result = query(root, job_id)[job_id]
+    assert (result.state, result.exit_code) == ("FAILED", 3)
+    assert [result.tasks[i].state for i in (0, 1)] == ["COMPLETED", "FAILED"]
+    assert (tmp_path / "one").read_text() == "first\n"
+    assert isinstance(json.loads((job_dir / "state.json").read_text())["tasks"], dict)
+
+
+def test_a_job_run_by_the_local_executor_before_one_loop_still_reads(root: Path) -> None:
+    """The local executor's own state file (a list of tasks, executor_pid), left by a job that
+    ended before the upgrade, reads as it did."""
+    job_id = "local-8-abcdef"
+    job_dir = root / job_id
+    job_dir.mkdir(parents=True)
+    old = {"job_id": job_id, "name": "demo.t1.smoke", "comment": "L1 c", "timelimit": None}
+    old |= {"submitted": "2026-11-27T00:00:00+00:00", "size": 1}
+    (job_dir / "job.json").write_text(json.dumps(old))
+    task = {"index": 0, "state": "COMPLETED", "exit_code": 0, "pgid": 12345}
+    task |= {"started": "2026-11-27T00:00:01+00:00", "ended": "2026-11-27T00:00:03+00:00"}
+    state = {"job_id": job_id, "state": "COMPLETED", "reason": None, "executor_pid": 12340}
+    state |= {"started": task["started"], "ended": task["ended"], "exit_code": 0}
+    state |= {"elapsed_s": 2.0, "tasks": [task | {"elapsed_s": 2.0, "log": "logs/x.out"}]}
+    (job_dir / "state.json").write_text(json.dumps(state))
+    result = query(root, job_id)[job_id]
+    assert (result.state, result.exit_code, result.elapsed_s) == ("COMPLETED", 0, 2.0)
+    assert result.tasks[0].started == "2026-11-27T00:00:01+00:00"

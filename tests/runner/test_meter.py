@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -30,6 +31,7 @@ def job(
     tasks: dict[str, Any] = {str(i): {"released": t} for i, t in released.items()}
     record = {
         "job_id": f"ssh-{lid}",
+        "targets": [f"t{i}" for i in range(1 + max(i for idx in shares.values() for i in idx))],
         "backend": "vast-ai",
         "submitted": submitted,
         "placement": placement,
@@ -116,3 +118,44 @@ def test_the_idle_minutes_come_from_the_policy_with_a_default() -> None:
     assert policy.from_data({}).idle_warn_minutes == 30
     assert policy.from_data({"budgets": {"idle_warn_minutes": 90}}).idle_warn_minutes == 90
     assert policy.from_data({"budgets": {"idle_warn_minutes": 0}}).idle_warn_minutes == 30
+
+
+def test_the_idle_stop_is_off_by_default_and_takes_a_fraction() -> None:
+    assert policy.from_data({}).idle_stop_minutes is None
+    assert policy.from_data({"budgets": {"idle_stop_minutes": 0.02}}).idle_stop_minutes == 0.02
+    for unusable in (0, -5, True, "30", float("inf"), float("nan"), 10081):
+        assert (
+            policy.from_data({"budgets": {"idle_stop_minutes": unusable}}).idle_stop_minutes is None
+        )
+
+
+def test_status_says_when_a_box_whose_page_gives_a_self_stop_stops_itself() -> None:
+    idle = {"0": DONE}  # ended 11:00; now is 12:00
+    found = [
+        dataclasses.replace(m, self_stop=m.instance == "a")
+        for m in meter.meters([ended_job("L1", "a", idle), ended_job("L2", "b", idle)], PRICES)
+    ]
+    assert meter.stops(found, NOW, 90) == [
+        "SSH instance a (vast-ai) stops itself at 12:30 UTC if still idle "
+        "(budgets.idle_stop_minutes 90 after its last task ended at 11:00 UTC)"
+    ]
+    (past,) = meter.stops(found, NOW, 30)
+    assert past.startswith("SSH instance a (vast-ai) was due to stop itself at 11:30 UTC")
+    assert "idle-stop.log" in past
+    assert meter.stops(found, NOW, None) == []  # the setting is off
+    busy = [
+        dataclasses.replace(m, self_stop=True)
+        for m in meter.meters([ended_job("L3", "a", {"0": {"state": "RUNNING"}})], PRICES)
+    ]
+    assert meter.stops(busy, NOW, 30) == []  # a task still runs there: no countdown
+
+
+def test_a_job_of_one_cell_is_idle_by_its_own_end() -> None:
+    # The ledger keeps a one-target job's state and end on the job itself: no tasks map.
+    base = job("L1", "2026-11-24T08:00:00Z", {"a": [0]}, {})
+    record = {**base.record, "state": "COMPLETED", "exit_code": 0, "ended": "2026-11-24T11:00:00Z"}
+    record.pop("tasks")
+    one = ledger.Job(ledger_id="L1", record=record, first_line=1, first_time=base.first_time)
+    (found,) = meter.meters([one], PRICES)
+    assert found.idle_since == dt.datetime(2026, 11, 24, 11, 0, tzinfo=UTC)
+    assert meter.idle([found], NOW, 30) != []

@@ -323,8 +323,8 @@ def test_through_the_local_executor_the_task_fails_with_97_and_logs_why(tmp_path
     job_id = local.parse_job_id(out.stdout)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        state = localstate.read_json(root / job_id / "state.json")
-        if state is not None and state["state"] in FINISHED:
+        state = localstate.read_state(root / job_id)  # as status reads it
+        if isinstance(state, dict) and state["state"] in FINISHED:
             break
         time.sleep(0.1)
     else:

@@ -13,6 +13,7 @@ from campaignops.backends import charging
 from campaignops.backends import registry as backends
 from campaignops.backends.local import machine as local
 from campaignops.backends.ssh import backend as sshbox
+from campaignops.backends.ssh import selfstop
 from campaignops.backends.ssh import submit as sshsubmit
 from campaignops.backends.ssh.instances import Instance
 from campaignops.model.jobspec import BoxSettings, JobSpec, Resources
@@ -235,8 +236,14 @@ def test_job_json_carries_the_directives_and_the_box(monkeypatch: pytest.MonkeyP
         "log_dir": "logs",
         "log_name": "camp.cells.smoke-ssh-1-abcdef_{index}.out",
         "outputs": {},
+        "idle_stop": None,
         "submitted": "2026-11-24T10:00:00+00:00",
     }
+    stop = {"minutes": 0.5, "command": 'runpodctl stop pod "$RUNPOD_POD_ID"'}
+    with_stop = sshsubmit.job_document(
+        directives, "ssh-1-abcdef", [0, 2], box, [], "/w/c/x", idle_stop=stop
+    )
+    assert with_stop["idle_stop"] == stop
     outputs = {"0": ["runs/smoke/a"], "1": ["runs/smoke/b"], "2": ["runs/smoke/c"]}
     mine = sshsubmit.job_document(directives, "ssh-1-abcdef", [0, 2], box, [], "/w", outputs)
     assert mine["outputs"] == {"0": ["runs/smoke/a"], "2": ["runs/smoke/c"]}
@@ -299,3 +306,12 @@ def test_for_no_sibling_a_task_on_a_silent_box_holds_its_target(tmp_path: Path) 
     (silent,) = be.parse_live(status({"0": lost, "1": lost}))
     assert (silent.state, sorted(silent.tasks)) == ("RUNNING", [0, 1])
     assert be.parse_live(status({"0": done})) == ()
+
+
+def test_the_idle_stop_comes_from_the_policy_and_the_page(tmp_path: Path) -> None:
+    page = {"kind": "ssh", "self_stop": "stop-me"}
+    (tmp_path / "campaign.yaml").write_text("name: c\nbudgets: {idle_stop_minutes: 0.02}\n")
+    assert selfstop.job_setting(tmp_path, page) == {"minutes": 0.02, "command": "stop-me"}
+    assert selfstop.job_setting(tmp_path, {"kind": "ssh"}) is None  # the page gives none
+    (tmp_path / "campaign.yaml").write_text("name: c\n")
+    assert selfstop.job_setting(tmp_path, page) is None  # off by default

@@ -138,6 +138,8 @@ class Kind:
     make: Callable[[Path, str], Backend]
     # Its executor runs the manifest's box keys (conda, gpu_free_threshold_mib) on every job.
     box_keys: bool = False
+    # Its boxes can stop themselves once idle (the page's self_stop, budgets.idle_stop_minutes).
+    self_stops: bool = False
     # A job (by id) whose OUT_OF_MEMORY its own executor already retried (manifest oom_retry):
     # the runner does not submit it again.
     retries_oom_itself: Callable[[str], bool] = _never

@@ -1,5 +1,6 @@
-"""POLICY checks: campaign.yaml, backend pages' front matter, the failure catalog, and the
-ledger's ssh placements against the pages (POLICY006)."""
+"""POLICY checks: campaign.yaml, backend pages' front matter, the failure catalog, the
+ledger's ssh placements against the pages (POLICY006), and the self-stop an idle box needs
+(POLICY007, POLICY008: campaignops.checks.selfstop)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from campaignops.backends import registry
+from campaignops.checks import selfstop
 from campaignops.checks.context import CheckContext
 from campaignops.checks.finding import Code, Finding, code_table
 from campaignops.core import layout, schema, yamldoc
@@ -20,7 +22,10 @@ from campaignops.model import failure_patterns as patterns
 from campaignops.model import policy as policy_mod
 
 FAMILY = "POLICY"
-SUMMARY = "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements"
+SUMMARY = (
+    "campaign.yaml, backend pages' front matter, the failure catalog, ledger placements, "
+    "idle boxes' self-stop"
+)
 CODES = code_table(
     Code(
         id="POLICY001",
@@ -52,6 +57,7 @@ CODES = code_table(
         message="{what}",
         hint="{hint}",
     ),
+    *selfstop.CODES,
 )
 
 AGENT_UNKNOWN = (
@@ -75,6 +81,8 @@ def check(ctx: CheckContext) -> Iterator[Finding]:
         yield from _disables(ctx)
     if ctx.of(layout.LEDGER) or ctx.of(layout.BACKEND):
         yield from _placements(ctx)
+    if ctx.policy.found:
+        yield from selfstop.check(ctx)
 
 
 def _placements(ctx: CheckContext) -> Iterator[Finding]:

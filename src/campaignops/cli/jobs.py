@@ -155,6 +155,8 @@ def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(line, file=err)
         for line in meter.idle(boxes, now, policy.idle_warn_minutes):
             print(line, file=err)
+        for line in meter.stops(boxes, now, policy.idle_stop_minutes):
+            print(line, file=out)
     print(f"STATUS.md: {root / 'STATUS.md'}\nledger: {root / layout.LEDGER_FILE}", file=out)
     return 0
 

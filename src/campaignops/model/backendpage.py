@@ -9,6 +9,8 @@ names it with ``path_of``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from campaignops.core import yamldoc
@@ -64,3 +66,24 @@ def front_matter(text: str, *, path: str) -> dict[str, Any]:
             hint="fix the front matter, then run campaign render",
         ) from None
     return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class SelfStop:
+    """A ``kind: ssh`` page's ``self_stop``: the command that stops an instance from inside it,
+    which the box executor runs once the box has been idle for ``budgets.idle_stop_minutes``;
+    ``irreversible``: it deletes the instance or its disk (``self_stop_irreversible``, else the
+    page's ``meter_stop_irreversible``: a page that does not say is read as the worse case)."""
+
+    command: str
+    irreversible: bool
+
+
+def self_stop(page: Mapping[str, Any] | None) -> SelfStop | None:
+    """The page's self-stop, or None when it gives no usable command (its schema says why)."""
+    command = (page or {}).get("self_stop")
+    if not isinstance(command, str) or not command.strip():
+        return None
+    said = (page or {}).get("self_stop_irreversible")
+    worst = (page or {}).get("meter_stop_irreversible") is True
+    return SelfStop(command=command, irreversible=said if isinstance(said, bool) else worst)

@@ -6,15 +6,21 @@ so values that are missing or of the wrong type fall back to the documented defa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.core import layout
+from campaignops.core import layout, yamldoc
+from campaignops.core.errors import CampaignError
 
 DEFAULT_STALE_AFTER_MONTHS = 6
 DEFAULT_IDLE_WARN_MINUTES = 30  # a held SSH box with no task for this long: status warns
+# budgets.idle_stop_minutes: at most a week (the schema's maximum); a fraction is allowed, so a
+# test can run the box's idle stop in seconds. Off (None) by default.
+IDLE_STOP_MOST_MINUTES = 10080
 
 # The commands that change something outside the repository, which `campaign mcp` offers an
 # agent only when campaign.yaml's ``agents: {may: [...]}`` names them (docs/formats.md).
@@ -43,6 +49,8 @@ class Policy:
     # budgets.allocations: each HPC backend's allocation, in its page's charging unit.
     allocations: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     idle_warn_minutes: int = DEFAULT_IDLE_WARN_MINUTES  # budgets.idle_warn_minutes
+    # budgets.idle_stop_minutes: a box idle this long runs its page's self_stop; None: never
+    idle_stop_minutes: float | None = None
     globs: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: MappingProxyType(dict(layout.DEFAULT_GLOBS))
     )
@@ -107,11 +115,28 @@ def _budgets(data: Any) -> tuple[float | None, float | None, Mapping[str, float]
     )
 
 
+def _idle_stop(data: Any) -> float | None:
+    """budgets.idle_stop_minutes, or None (unset, zero, or no finite number up to a week: the
+    POLICY001 finding names it)."""
+    value = _number(data.get("idle_stop_minutes"), most=IDLE_STOP_MOST_MINUTES) if data else None
+    return value if value and math.isfinite(value) else None
+
+
 def _recent_jobs(data: Any) -> int:
     value = data.get("recent_jobs") if isinstance(data, dict) else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return DEFAULT_RECENT_JOBS
+
+
+def read(root: Path) -> Policy:
+    """The policy of the campaign at ``root``; the defaults (``found`` False) when campaign.yaml
+    cannot be read or parsed (campaign check says why)."""
+    try:
+        text = (root / layout.POLICY_FILE).read_text(encoding="utf-8")
+        return from_data(yamldoc.load(text, path=layout.POLICY_FILE))
+    except (CampaignError, OSError, UnicodeDecodeError):
+        return Policy()
 
 
 def from_data(data: Any, *, found: bool = True) -> Policy:
@@ -137,6 +162,7 @@ def from_data(data: Any, *, found: bool = True) -> Policy:
     budgets = data.get("budgets")
     idle = budgets.get("idle_warn_minutes") if isinstance(budgets, dict) else None
     return Policy(
+        idle_stop_minutes=_idle_stop(budgets if isinstance(budgets, dict) else None),
         idle_warn_minutes=(
             idle
             if isinstance(idle, int) and not isinstance(idle, bool) and idle > 0

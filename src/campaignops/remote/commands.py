@@ -28,6 +28,7 @@ from typing import Any
 
 from campaignops.remote.executor import TAIL_LINES, Executor
 from campaignops.remote.gpus import query_gpus
+from campaignops.remote.idle import hand_on, watch
 from campaignops.remote.jobstate import (
     FINISHED,
     NAME,
@@ -137,7 +138,10 @@ def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     executor = Executor(jobdir)
+    if executor.job.get("local"):  # TERM to a local job's executor (its handle) cancels the job
+        signal.signal(signal.SIGTERM, lambda signum, frame: request_cancel(jobdir))
     executor.run()
+    hand_on(jobdir, executor.job)  # the box's idle stop, when the job carries one
     return {"ran": True, "state": executor.state["state"]}
 
 
@@ -308,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tails.add_argument("root", help="<workdir>/.campaignops/jobs")
     tails.add_argument("pairs", nargs="*", metavar="JOB=INDICES")
     tails.add_argument("--running", action="store_true", help="running tasks too (cancel's)")
+    text = "stop this box with the newest job's idle_stop once no job has run a task for that long"
+    sub.add_parser("idle", help=text, description=text).add_argument("root")
     text = "stop the job's tasks (or --tasks): TERM, then KILL; tasks not started never start"
     cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
@@ -320,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = cmd_verdict(Path(args.root), args.pairs)
         elif args.command == "tails":
             result = cmd_tails(Path(args.root), args.pairs, args.running)
+        elif args.command == "idle":
+            result = watch(Path(args.root).absolute())
         else:
             jobdir = Path(args.jobdir).absolute()
             if args.command == "start":

@@ -20,7 +20,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from campaignops.remote.gpus import GPU_POLL_S, query_gpus
-from campaignops.remote.jobstate import FINISHED, damaged, fold, load_job, parent_of, verdict_of
+from campaignops.remote.jobstate import (
+    FINISHED,
+    damaged,
+    fold,
+    load_job,
+    parent_of,
+    parent_state,
+    verdict_of,
+)
 from campaignops.remote.records import (
     BoxError,
     alive,
@@ -33,10 +41,13 @@ from campaignops.remote.records import (
 from campaignops.remote.supervision import (
     KILL_WAIT_S,
     afterok,
+    become_subreaper,
     cancel_requests,
     fresh_clock,
     police,
     reap,
+    reap_adopted,
+    reap_orphans,
     spawn,
     stop,
 )
@@ -59,7 +70,8 @@ CONDA_SETUP = (
     'else . "$1"; fi ;; esac'
 )
 REASONS = {96: "precondition", 97: "output-missing"}  # the rendered script's own exit codes
-TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))
+TICK_S = float(os.environ.get("BOXEXEC_TICK_S", "1.0"))  # job.json's tick_s may say otherwise
+FINAL_REAP_S = 1.0  # at the job's end, how long the orphans of its tasks are waited for
 TAIL_LINES, TAIL_BYTES = 200, 1 << 18
 
 
@@ -112,9 +124,7 @@ class Executor:
             parent = parent_of(entry) or {}
             if parent.get("here"):
                 path = self.dir.parent / parent["job"]
-                record = read_json(path / "state.json")
-                found = record.get("state") if isinstance(record, dict) else "PENDING"
-                states.append(found if path.is_dir() else "UNKNOWN")
+                states.append(parent_state(path, lost_is_final=bool(self.job.get("local"))))
             if parent.get("elsewhere"):
                 states.append(verdict_of(self.dir.parent, parent["job"]) or "PENDING")
         return afterok(states, FINISHED)
@@ -187,9 +197,12 @@ class Executor:
         env = dict(os.environ, CAMPAIGN_TASK_INDEX=key)
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-        wrap = [*program(), "wrap", str(receipt), "--"]
+        # A local CPU job's executor is never resumed (a lost one reads NODE_FAIL), so its tasks
+        # need no receipt: the batch shell leads the task's session, as under sbatch.
+        wrap = [] if self.job.get("local") else [*program(), "wrap", str(receipt), "--"]
         try:
-            receipt.parent.mkdir(exist_ok=True)
+            if wrap:
+                receipt.parent.mkdir(exist_ok=True)
             t["log_offset"] = log.stat().st_size if log.exists() else 0
             cwd = str(self.job.get("workdir") or self.dir)
             proc = spawn(wrap + self.argv(), log=log, env=env, cwd=cwd)
@@ -197,8 +210,9 @@ class Executor:
             t.update(state="FAILED", start=now(), end=now(), reason=f"cannot start: {exc}")
             return
         self.procs[key] = proc
+        # pgid: the attempt's process group, kept after its end (pid is cleared then).
         t.update(fresh_clock(time.time()), state="RUNNING", pid=proc.pid, ticks=proc_ticks(proc.pid),
-                 start=now(), end=None, exit_code=None, gpu=gpu, reason=None)  # fmt: skip
+                 pgid=proc.pid, start=now(), end=None, exit_code=None, gpu=gpu, reason=None)  # fmt: skip
         self.save()  # at once: an executor killed now must not start it a second time
 
     def poll(self, key: str) -> None:
@@ -210,11 +224,13 @@ class Executor:
         elif not alive(t):  # adopted from an earlier executor: only its receipt can tell
             return self.ended(key, None)
         warning = self.job.get("warning")  # to the wrapper, which passes it to the batch shell
-        police(
+        cap = self.job.get("mem_bytes")
+        if police(
             t, t["pid"], now=time.time(), limit=self.job.get("time_limit_s") or None,
             warning=(str(warning["signal"]), warning["seconds"]) if warning else None,
-            kill_wait=float(self.job.get("kill_wait_s") or KILL_WAIT_S),
-        )  # fmt: skip
+            kill_wait=float(self.job.get("kill_wait_s") or KILL_WAIT_S), mem_cap=cap,
+        ):  # fmt: skip
+            print(f"task {key}: over its memory limit ({cap} bytes): killed", flush=True)
         return None
 
     def ended(self, key: str, code: int | None) -> None:
@@ -223,7 +239,9 @@ class Executor:
         receipt = read_json(self.dir / "receipts" / "{}.{}.json".format(key, t["attempts"]))
         if isinstance(receipt, dict) and isinstance(receipt.get("exit_code"), int):
             code = receipt["exit_code"]
-        t.update(end=now(), exit_code=code, pid=None, ticks=None)
+        t0 = t.get("t0")
+        elapsed = round(time.time() - t0, 3) if isinstance(t0, (int, float)) else None
+        t.update(end=now(), exit_code=code, pid=None, ticks=None, elapsed_s=elapsed)
         self.gpu_wait_until = 0.0  # its GPU may be free now: ask at the next launch
         retry = self.job.get("oom_retry")
         if t["stop"]:
@@ -331,13 +349,19 @@ class Executor:
             os.close(fd)
 
     def run(self) -> None:
+        become_subreaper()  # a task's orphans come back here, reaped every tick
         self.state["executor"] = {"pid": os.getpid(), "ticks": proc_ticks(os.getpid())}
         self.state["started"] = self.state.get("started") or now()
         self.resume()
+        tick = float(self.job.get("tick_s") or TICK_S)
         while not self.step(launching=True):
             self.save()
-            time.sleep(TICK_S)
+            reap_orphans({p.pid for p in self.procs.values()})
+            time.sleep(tick)
+        reap_adopted(FINAL_REAP_S, tick / 2)
         self.state["ended"] = self.state.get("ended") or now()
+        starts = [t["t0"] for t in self.tasks.values() if isinstance(t.get("t0"), (int, float))]
+        self.state["elapsed_s"] = round(time.time() - min(starts), 3) if starts else None
         self.save()
 
     def settle(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from campaignops.remote.records import BoxError, read_json
+from campaignops.remote.records import BoxError, alive, proc_ticks, read_json
 
 FINISHED = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED")
 # A finished job is as bad as its worst task (campaignops.model.states.WORST_FIRST).
@@ -49,6 +49,9 @@ SHAPES: dict[str, Callable[[Any], bool]] = {
     "conda": lambda v: isinstance(v, dict) and isinstance(v.get("env"), str)
     and (v.get("hook") is None or isinstance(v.get("hook"), str)),
     "outputs": lambda v: isinstance(v, dict) and all(isinstance(p, list) for p in v.values()),
+    "mem_bytes": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+    "tick_s": lambda v: _number(v) and v > 0,
+    "local": lambda v: isinstance(v, bool),
 }  # fmt: skip
 
 
@@ -80,6 +83,41 @@ def verdict_of(jobs_root: Path, job_id: str) -> str | None:
     record = read_json(verdicts_dir(jobs_root) / (job_id + ".json"))
     state = record.get("state") if isinstance(record, dict) else None
     return state if state in FINISHED else None
+
+
+def parent_state(path: Path, *, lost_is_final: bool) -> str:
+    """A parent's state from its job directory on this machine: UNKNOWN without one, PENDING
+    before its executor's first write. With ``lost_is_final`` (a local CPU job: nothing restarts
+    a lost executor), an unfinished parent whose executor is gone has ended NODE_FAIL, as the
+    local backend's status reads it; on a box the runner starts that executor again."""
+    if not path.is_dir():
+        return "UNKNOWN"
+    record = read_json(path / "state.json")
+    found = record.get("state") if isinstance(record, dict) else "PENDING"
+    if lost_is_final and found not in FINISHED and executor_gone(path, record):
+        return "NODE_FAIL"
+    return str(found)
+
+
+def executor_gone(jobdir: Path, record: Any) -> bool:
+    """Whether the executor of a local job is known to be gone: the one its state file names
+    (``executor``; ``executor_pid`` in the local executor's files from before one loop), else the
+    one ``submit`` started (``executor.pid``); False while none is known yet."""
+    record = record if isinstance(record, dict) else {}
+    if isinstance(record.get("executor"), dict):
+        return not alive(record["executor"])
+    pid = record.get("executor_pid")
+    if pid is None:
+        text = read_text(jobdir / "executor.pid")
+        pid = int(text) if text.isdigit() else None
+    return isinstance(pid, int) and proc_ticks(pid) is None
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def load_job(jobdir: Path) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from campaignops.core.errors import CampaignError
 from campaignops.model import catalog, manifest_keys
 from campaignops.model.jobspec import JobSpec
 from campaignops.model.states import FINISHED
-from campaignops.remote import boxexec, commands
+from campaignops.remote import commands
 from campaignops.remote.records import BoxError, read_json
 
 HELPER = "campaignops.backends.local.gpu"
@@ -55,7 +55,7 @@ BOX_DIR = "box"  # under the local state root: .campaign/local/box
 ID_PREFIX = "local-gpu-"
 BOX = "#LOCALBOX --box="  # the box keys as one JSON object (spec.BoxSettings.record)
 AFTER = "#LOCALBOX --after="
-EXECUTOR = Path(boxexec.__file__).resolve()  # its entry module, run by path
+EXECUTOR = localjobs.SUPERVISOR  # the box executor's entry module, run by its path
 # BoxSettings fields only the box executor runs (manifest_keys.BOX_KEYS): localexec ignores them.
 BOX_ONLY = ("conda", "conda_hook", "gpu_free_threshold_mib")
 

@@ -1,12 +1,15 @@
 """The local backend's job files as ``submit`` and ``cancel`` write them.
 
 ``submit`` allocates an id under ``flock`` (``.next-id``), copies the script, writes
-``job.json`` and starts the detached executor (campaignops.backends.local.executor, which runs the
-tasks and writes ``state.json``). ``cancel`` asks for a whole job (``<id>/cancel`` and TERM to
+``job.json`` (the local keys readers use, and the box executor's keys read from the script's
+``#LOCAL`` lines: ``job_document``) and starts the detached executor: the one supervisor,
+campaignops.remote's ``Executor`` (``python3 …/remote/boxexec.py run <id dir>``), which runs the
+tasks and writes ``state.json`` in its format, as for box and local GPU jobs. ``cancel`` asks for a whole job (``<id>/cancel`` and TERM to
 the executor's group) or one array task (``<id>_<index>``: a line appended to
 ``<id>/cancel-tasks``, read by the executor every tick); with no executor left, it writes the
 end itself. The file layout is in campaignops.backends.local.executor's docstring; the readers are in
-campaignops.backends.local.state.
+campaignops.backends.local.state. A job submitted before one loop (a ``job.json`` without
+``indices``) keeps the local executor's state file, which cancel still writes as it did.
 """
 
 from __future__ import annotations
@@ -21,27 +24,32 @@ from typing import Any
 
 from campaignops.backends import jobids
 from campaignops.backends.local.machine import (
-    EXECUTOR,
     JOB_ID,
     STARTED_BY,
+    Directives,
     LocalBackendError,
     parse_directives,
 )
 from campaignops.backends.local.state import (
-    alive,
+    executor_of,
     job_number,
     list_jobs,
     lost,
     read_job,
     read_state,
     skipped,
-    started_by,
 )
 from campaignops.core.atomic import write_atomic
 from campaignops.model.states import FINISHED
+from campaignops.remote import boxexec, commands
+from campaignops.remote.executor import Executor
+from campaignops.remote.jobstate import fold
+from campaignops.remote.records import alive as supervised_alive
 from campaignops.remote.supervision import killpg, request_cancel
 
 Json = dict[str, Any]
+SUPERVISOR = Path(boxexec.__file__).resolve()  # the box executor's entry, run by its path here
+TICK_S = 0.1  # how often a local job's executor looks at its tasks (the local executor's tick)
 
 
 def now() -> str:
@@ -53,6 +61,33 @@ def write_json(path: Path, data: Json) -> None:
 
 
 # --- submit ------------------------------------------------------------------------------------
+
+
+def job_document(d: Directives, job_id: str) -> Json:
+    """The box executor's job.json keys for a local CPU job, from its ``#LOCAL`` lines: every
+    task here, no GPUs, the array's cap, the limit, warning, grace and memory cap, afterok on
+    local jobs beside it, logs where the local backend's log_path says."""
+    stem = f"{d.name}-{job_id}" + ("_{index}" if d.size > 1 else "")
+    warning = {"signal": d.warning[0], "seconds": d.warning[1]} if d.warning else None
+    return {
+        "job_id": job_id, "indices": list(range(d.size)), "gpus": None, "max_parallel": d.cap,
+        "time_limit_s": d.time_s, "kill_wait_s": d.kill_wait_s, "warning": warning,
+        "after": list(d.after), "mem_bytes": d.mem_bytes, "workdir": d.workdir,
+        "log_dir": d.log_dir, "log_name": stem + ".out", "local": True, "tick_s": TICK_S,
+    }  # fmt: skip
+
+
+def run(root: Path, job_id: str) -> Json:
+    """Run a job's executor in this process: ``run`` of a job submitted before one loop (its
+    job.json gets the box executor's keys first), or started by an older ``submit``."""
+    job_dir = root / job_id
+    job = read_job(job_dir)
+    if isinstance(job, str):
+        raise LocalBackendError(message=skipped(root, job_id, job))
+    if "indices" not in job:
+        directives = parse_directives((job_dir / "script.sh").read_text(encoding="utf-8"))
+        write_json(job_dir / "job.json", job | job_document(directives, job_id))
+    return commands.cmd_run(job_dir, None)
 
 
 def submit(root: Path, script: Path) -> str:
@@ -71,11 +106,11 @@ def submit(root: Path, script: Path) -> str:
     write_atomic(job_dir / "script.sh", text.encode("utf-8"))
     job: Json = {"job_id": job_id, "name": directives.name, "comment": directives.comment}
     job |= {"timelimit": directives.time, "submitted": now(), "size": directives.size}
-    write_json(job_dir / "job.json", job)
+    write_json(job_dir / "job.json", job | job_document(directives, job_id))
     with (job_dir / "executor.log").open("ab") as log:
         # A new session: no terminal to hang up, a group of its own, and nothing tying it to us.
         executor = subprocess.Popen(
-            [sys.executable, "-m", EXECUTOR, "run", "--state", str(root), job_id],
+            [sys.executable, str(SUPERVISOR), "run", str(job_dir)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -102,6 +137,21 @@ def _state(root: Path, job_id: str) -> dict[str, Any] | None:
     return state
 
 
+def _end_here(job_dir: Path, keys: set[str] | None) -> None:
+    """With no executor left: kill the tasks' groups (``keys``, else every task) and write their
+    end into the one supervisor's state file, as its cancel would."""
+    executor = Executor(job_dir)
+    for key, task in executor.tasks.items():
+        if (keys is None or key in keys) and task["state"] not in FINISHED:
+            if supervised_alive(task):
+                killpg(task["pid"], signal.SIGKILL)
+            task.update(state="CANCELLED", end=now(), pid=None, ticks=None, reason="cancelled")
+    executor.state["state"] = fold([executor.tasks[k] for k in executor.order])
+    if executor.state["state"] in FINISHED:
+        executor.state["ended"] = now()
+    executor.save()
+
+
 def cancel_task(root: Path, job_id: str, index: int) -> None:
     """Cancel one array task: the executor stops it (or never starts it); with no executor
     left, the task's end is written here."""
@@ -114,10 +164,12 @@ def cancel_task(root: Path, job_id: str, index: int) -> None:
     state = _state(root, job_id)
     if state is None or state["state"] in FINISHED:
         return
-    pid = state.get("executor_pid")
-    if pid is not None and alive(pid):
+    if executor_of(job_dir, state)[1]:
         return  # it reads the request within a tick
-    tasks = state["tasks"]
+    if isinstance(job, dict) and "indices" in job:
+        _end_here(job_dir, {str(index)})
+        return
+    tasks = state["tasks"]  # the local executor's file, from before one loop
     for task in tasks:
         if task["index"] == index and task["state"] not in FINISHED:
             killpg(task.get("pgid"), signal.SIGKILL)
@@ -129,7 +181,8 @@ def cancel(root: Path, job_id: str) -> None:
     """Cancel a job (``<id>``) or one of its array tasks (``<id>_<index>``)."""
     base, _, index = job_id.partition("_")
     job_dir = root / base
-    if not JOB_ID.fullmatch(base) or isinstance(read_job(job_dir), str):
+    job = read_job(job_dir) if JOB_ID.fullmatch(base) else "no such job"
+    if isinstance(job, str):
         raise LocalBackendError(message=f"no local job {base} under {root}")
     if index:
         if not index.isdigit():
@@ -140,12 +193,15 @@ def cancel(root: Path, job_id: str) -> None:
     state = _state(root, base)
     if state is not None and state["state"] in FINISHED:
         return
-    pid = state.get("executor_pid") if state else started_by(job_dir / STARTED_BY)
-    if pid is None or alive(pid):
+    pid, live = executor_of(job_dir, state)
+    if pid is None or live:
         if state is not None:
             killpg(pid, signal.SIGTERM)
         return  # or an executor still starting: it reads the request itself
     # No executor left to do it (one that died before its first write has no tasks either).
+    if "indices" in job:
+        _end_here(job_dir, None)
+        return
     state = state or {"state": "PENDING", "tasks": []}
     for task in state["tasks"]:
         if task["state"] not in FINISHED:

@@ -4,9 +4,11 @@ A job is a bash script whose ``#LOCAL`` lines say what sbatch would read from ``
 comment, array and cap, afterok parents, time limit, warning signal). ``localexec submit`` copies
 the script under ``.campaign/local/<id>/``, starts a detached executor (a new session, so its
 process group outlives the submitting process and any terminal) and prints the id at once. The
-executor runs the array's tasks, at most ``cap`` at a time, each in a process group of its own, and
-writes the job's state to files there; ``localexec status`` reads those files and asks the kernel
-(``kill -0 -- -PGID``) whether an unfinished job's executor is still alive.
+executor, the one supervisor's loop that box and local GPU jobs run under too
+(campaignops.remote.executor), runs the array's tasks, at most ``cap`` at a time, each in a
+process group of its own, and writes the job's state to files there; ``localexec status`` reads
+those files and asks the kernel (``/proc``: the pid and its start time) whether an unfinished
+job's executor is still alive.
 
 Decisions that differ from a real scheduler (see the backend page, backends/local.md):
 

@@ -1,9 +1,11 @@
 """The local backend's state files under ``.campaign/local/<id>/``, as readers see them.
 
-``localjobs`` (submit, cancel) and ``localexec`` (the executor) write them (the layout is in
-localexec's docstring); this module reads them for ``status``, ``siblings``, dependency waits
-and ``cancel``: a job's view, whether its executor is still alive, and the end written on
-behalf of one that is gone.
+``localjobs`` (submit, cancel) and the one supervisor (campaignops.remote's ``Executor``) write
+them (the layout is in campaignops.backends.local.executor's docstring); this module reads them
+for ``status``, ``siblings`` and ``cancel``: a job's view, whether its executor is still alive,
+and the end written on behalf of one that is gone. ``state.json`` is the box executor's (tasks
+keyed by index); a job run by the local executor before one loop has that executor's file
+(a list of tasks, ``executor_pid``), still read: ``read_state`` shows both alike.
 
 A job directory can be broken: a ``submit`` killed between ``mkdir`` and its ``job.json``, a full
 disk, a hand edit. Such an entry is skipped (listed with the reason by ``siblings``, UNKNOWN with
@@ -18,8 +20,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends.local.machine import JOB_ID, STARTED_BY
+from campaignops.backends.local.machine import JOB_ID, STARTED_BY, fold
 from campaignops.model.states import FINISHED, STATES
+from campaignops.remote import records
+from campaignops.remote.jobstate import damaged
 
 # job.json as localjobs.submit writes it: the keys readers use, with their types.
 _JOB_KEYS: dict[str, tuple[type, ...]] = {
@@ -88,6 +92,9 @@ def read_state(job_dir: Path) -> dict[str, Any] | str | None:
         return _problem(path)
     if state.get("state") not in STATES:
         return f"state.json: 'state' is {state.get('state')!r}, not a job state"
+    if isinstance(state.get("tasks"), dict):  # the one supervisor's
+        why = damaged(state)
+        return f"state.json: {why}" if why else shown(job_dir, state)
     tasks = state.get("tasks", [])
     if not isinstance(tasks, list) or not all(
         isinstance(t, dict)
@@ -101,6 +108,42 @@ def read_state(job_dir: Path) -> dict[str, Any] | str | None:
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
         return f"state.json: 'executor_pid' is {pid!r}, not a process id"
     return {**state, "tasks": tasks}
+
+
+def shown(job_dir: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """The box executor's state.json as the readers take a local job's: tasks as a list with
+    the local names (started, ended, pgid), the job's start (its first task's), end, elapsed
+    time, exit code and reason (cancelled, DependencyNeverSatisfied) once it has finished."""
+    tasks = [
+        {"index": int(key), "state": t["state"], "exit_code": t.get("exit_code"),
+         "started": t.get("start"), "ended": t.get("end"), "elapsed_s": t.get("elapsed_s"),
+         "pgid": t.get("pgid")}
+        for key, t in sorted(state["tasks"].items(), key=lambda item: int(item[0]))
+    ]  # fmt: skip
+    head = {"job_id": state.get("job_id"), "state": state["state"], "reason": None}
+    starts = [t["started"] for t in tasks if t["started"]]
+    head |= {"executor": state.get("executor"), "started": min(starts) if starts else None}
+    head |= {"ended": None, "exit_code": None, "elapsed_s": None}
+    if state["state"] in FINISHED:
+        never = any(t.get("reason") == "DependencyNeverSatisfied" for t in state["tasks"].values())
+        cancelled = (job_dir / "cancel").exists()
+        reason = "DependencyNeverSatisfied" if never else "cancelled" if cancelled else None
+        code = fold([(t["state"], t["exit_code"]) for t in tasks])[1] if tasks else None
+        head |= {"ended": state.get("ended"), "exit_code": code, "reason": reason}
+        head |= {"elapsed_s": state.get("elapsed_s")}
+    return head | {"tasks": tasks}
+
+
+def executor_of(job_dir: Path, state: dict[str, Any] | None) -> tuple[int | None, bool]:
+    """The pid of the job's executor (None while none is known: ``submit`` has not written
+    ``executor.pid`` yet) and whether it is alive: the one its state file names (the box
+    executor's record, or the local executor's ``executor_pid``), else the one submit started."""
+    if state is not None and isinstance(state.get("executor"), dict):
+        pid = state["executor"].get("pid")
+        return (pid if isinstance(pid, int) else None), records.alive(state["executor"])
+    known = state is not None and "executor_pid" in state
+    pid = state.get("executor_pid") if state and known else started_by(job_dir / STARTED_BY)
+    return pid, pid is not None and alive(pid)
 
 
 def skipped(root: Path, base: str, why: str) -> str:
@@ -150,11 +193,9 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     state = read_state(root / base)
     if isinstance(state, str):
         return {"job_id": job_id, "state": "UNKNOWN", "reason": skipped(root, base, state)}
+    pid, live = executor_of(root / base, state)
     state = state or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
-    if "executor_pid" not in state:
-        state = {**state, "executor_pid": started_by(root / base / STARTED_BY)}
-    unfinished = state["state"] not in FINISHED and state["executor_pid"] is not None
-    if unfinished and not alive(state["executor_pid"]):
+    if state["state"] not in FINISHED and pid is not None and not live:
         again = read_state(root / base)  # it may have written its end just before exiting
         state = again if isinstance(again, dict) else state
         if state["state"] not in FINISHED:

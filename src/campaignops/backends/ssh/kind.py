@@ -108,6 +108,7 @@ KIND = Kind(
     serves=_serves,
     make=_make,
     box_keys=True,
+    self_stops=True,
     retries_oom_itself=_always,
     refusals=_refusals,
     query_warning=_warning,

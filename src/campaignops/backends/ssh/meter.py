@@ -7,11 +7,14 @@ costs more than this). Dollars are those hours × the instance's ``usd_per_hour`
 backend page. At 80 % of ``budgets.cloud_usd`` status warns, because a forgotten box bills
 around the clock (remote-gpu-trainer seed, the teardown rule); and it warns for every held
 instance that has run no task for ``budgets.idle_warn_minutes`` (default 30): idle since the
-last end of a task placed on it, while none of its tasks is unfinished.
+last end of a task placed on it, while none of its tasks is unfinished. Where the page gives a
+``self_stop`` and ``budgets.idle_stop_minutes`` is set, status also says when the box stops
+itself (campaignops.backends.ssh.selfstop).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,14 +22,12 @@ from pathlib import Path
 
 from campaignops.backends import base as backends
 from campaignops.backends.ssh import instances as sshinstances
-from campaignops.backends.ssh import pull
+from campaignops.backends.ssh import pull, selfstop
 from campaignops.backends.ssh.instances import Instance
 from campaignops.backends.ssh.kind import KIND
-from campaignops.core import layout, yamldoc
 from campaignops.core.errors import CampaignError
-from campaignops.model import ledger
+from campaignops.model import backendpage, ledger
 from campaignops.model import policy as policy_mod
-from campaignops.model.states import FINISHED
 
 WARN_FRACTION = 0.8
 
@@ -40,6 +41,8 @@ class Meter:
     usd_per_hour: float | None
     # The last end of a task placed on it, when every one of them has ended; else None.
     idle_since: dt.datetime | None = None
+    # Its page gives a self_stop (run on the box once budgets.idle_stop_minutes have passed).
+    self_stop: bool = False
 
     def hours(self, now: dt.datetime) -> float:
         return max(0.0, ((self.until or now) - self.since).total_seconds() / 3600)
@@ -70,7 +73,9 @@ def meters(jobs: Iterable[ledger.Job], prices: Mapping[str, Sequence[Instance]])
             for index in share.indices:
                 fields = tasks.get(str(index)) if isinstance(tasks, dict) else None
                 fields = fields if isinstance(fields, dict) else {}
-                ends.saw(name, fields)
+                # How the task ended is read as everywhere (Job.task: its array task's record,
+                # else, for a job of one target, the job's own): a one-cell job has no tasks.
+                ends.saw(name, job.task(job.targets[index]) if index < len(job.targets) else None)
                 at = ledger.parse_time(fields.get("released"))
                 if at is None:
                     held.add(name)
@@ -92,10 +97,9 @@ class _Ends:
         self.busy: set[str] = set()
         self.last: dict[str, dt.datetime] = {}
 
-    def saw(self, name: str, task: Mapping[str, object]) -> None:
-        raw = task.get("ended")
-        ended = ledger.parse_time(raw) if isinstance(raw, str) else None
-        if task.get("state") not in FINISHED or ended is None:
+    def saw(self, name: str, task: ledger.Task | None) -> None:
+        ended = ledger.parse_time(task.ended) if task is not None else None
+        if task is None or not task.finished or ended is None:
             self.busy.add(name)
         elif name not in self.last or ended > self.last[name]:
             self.last[name] = ended
@@ -162,23 +166,35 @@ def idle(found: Sequence[Meter], now: dt.datetime, minutes: int) -> list[str]:
     return out
 
 
+def stops(found: Sequence[Meter], now: dt.datetime, minutes: float | None) -> list[str]:
+    """When each held, idle instance whose page gives a self_stop stops itself
+    (``budgets.idle_stop_minutes``; None: never)."""
+    if minutes is None:
+        return []
+    return [
+        selfstop.when(m.instance, m.backend, m.idle_since, now, minutes)
+        for m in found
+        if m.until is None and m.idle_since is not None and m.self_stop
+    ]
+
+
 def read(root: Path, jobs: Sequence[ledger.Job]) -> tuple[list[Meter], policy_mod.Policy]:
     """The meters of the campaign at ``root`` and its policy (``budgets.cloud_usd``,
-    ``budgets.idle_warn_minutes``); pages that cannot be read price nothing: campaign check
-    reports them."""
-    try:
-        doc = yamldoc.load(
-            (root / layout.POLICY_FILE).read_text(encoding="utf-8"), path=layout.POLICY_FILE
-        )
-        policy = policy_mod.from_data(doc)
-    except (CampaignError, OSError, UnicodeDecodeError):
-        return [], policy_mod.Policy()
+    ``budgets.idle_warn_minutes``, ``budgets.idle_stop_minutes``); pages that cannot be read
+    price nothing: campaign check reports them."""
+    policy = policy_mod.read(root)
+    if not policy.found:
+        return [], policy
     prices: dict[str, tuple[Instance, ...]] = {}
+    stopping: set[str] = set()  # the backends whose page gives a self_stop
     for name in policy.backends:
         try:
             page = backends.page(root, name)
             if page is not None and KIND.serves(page):
                 prices[name] = sshinstances.of_page(root, name, page)
+                if backendpage.self_stop(page) is not None:
+                    stopping.add(name)
         except (CampaignError, OSError, UnicodeDecodeError):
             continue
-    return meters(jobs, prices), policy
+    found = meters(jobs, prices)
+    return [dataclasses.replace(m, self_stop=m.backend in stopping) for m in found], policy

@@ -37,6 +37,7 @@ from campaignops.backends.local import machine as local
 from campaignops.backends.ssh import afterok as sshafter
 from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh import placement as sshplaced
+from campaignops.backends.ssh import selfstop
 from campaignops.backends.ssh.backend import (
     DEPLOY_MARK,
     JOB_ID,
@@ -105,11 +106,13 @@ def job_document(
     outputs: Mapping[str, list[str]] | None = None,
     settings: Mapping[str, Any] | None = None,
     oom_patterns: Sequence[str] = (),
+    idle_stop: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The job.json the executor reads (the box interface, docs/runner.md "SSH boxes");
     ``workdir``: the deploy directory, where tasks start and logs go; ``settings``: the
     manifest's box keys (sshbox.box_of): its GPU list (else the instance's), its free
-    threshold, conda, and oom_retry with the catalog's GPU out-of-memory matchers."""
+    threshold, conda, and oom_retry with the catalog's GPU out-of-memory matchers;
+    ``idle_stop``: when and how the box stops itself once idle (backends.ssh.selfstop)."""
     warning = None if d.warning is None else {"signal": d.warning[0], "seconds": d.warning[1]}
     outputs = outputs or {}
     own = settings or {}
@@ -140,6 +143,7 @@ def job_document(
         "log_dir": d.log_dir,
         "log_name": f"{d.name}-{job_id}_{{index}}.out",
         "outputs": {i: paths for i, paths in outputs.items() if int(i) in indices},
+        "idle_stop": None if idle_stop is None else dict(idle_stop),
         "submitted": now(),
     }
 
@@ -238,6 +242,7 @@ class _Start:
     declared: Mapping[str, Any]
     settings: Mapping[str, Any]
     patterns: tuple[str, ...]
+    idle_stop: Mapping[str, Any] | None
 
 
 def _oom_patterns(
@@ -284,6 +289,7 @@ def _start_on(
         start.declared,
         settings=start.settings,
         oom_patterns=start.patterns,
+        idle_stop=start.idle_stop,
     )
     job_id = start.job_id
     files: Mapping[str, bytes] = {
@@ -341,6 +347,7 @@ def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
         declared=outputs_of(script),
         settings=settings,
         patterns=patterns,
+        idle_stop=selfstop.job_setting(root, page),
     )
     placed: list[dict[str, Any]] = []
     for box in boxes:
