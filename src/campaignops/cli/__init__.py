@@ -79,8 +79,8 @@ def shared_parser() -> argparse.ArgumentParser:
     """The parser every ``run`` in this process uses, built once: a build costs ~10 ms of CPU
     (most of it argparse's gettext look-ups), paid per command by `campaign mcp` and by
     programs that call ``run`` in a loop, and parsing changes nothing in it. The handlers are
-    the functions registered at the build: code that replaces one (a test) calls
-    ``shared_parser.cache_clear()`` before and after."""
+    the functions registered at the build: code that replaces one (a test) replaces this
+    function by ``build_parser`` meanwhile, so that each command gets a parser of its own."""
     return build_parser()
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -41,6 +42,8 @@ _DEPTH_HINT = "flatten the document; campaign files never need deep nesting"
 _LOADED: OrderedDict[str, Any] = OrderedDict()
 _LOADED_MAX = 16
 _LOADED_MAX_CHARS = 512 * 1024
+_LOADED_LOCK = threading.Lock()  # ssh queries run in threads
+_NOT_KEPT = object()
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -169,14 +172,19 @@ def load(text: str, *, path: str, line_offset: int = 0) -> Any:
     ``line_offset`` places limit errors in the file when ``text`` starts after its first line
     (front matter); syntax errors stay relative to ``text``, as callers expect.
     Each call returns a tree of its own, which the caller may change."""
-    if text in _LOADED:
-        _LOADED.move_to_end(text)
-        return copy.deepcopy(_LOADED[text])
+    with _LOADED_LOCK:
+        kept = _LOADED.get(text, _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            _LOADED.move_to_end(text)
+    if kept is not _NOT_KEPT:
+        return copy.deepcopy(kept)
     data = _load(text, path=path, line_offset=line_offset)
     if len(text) <= _LOADED_MAX_CHARS:
-        _LOADED[text] = copy.deepcopy(data)
-        if len(_LOADED) > _LOADED_MAX:
-            _LOADED.popitem(last=False)
+        kept = copy.deepcopy(data)
+        with _LOADED_LOCK:
+            _LOADED[text] = kept
+            if len(_LOADED) > _LOADED_MAX:
+                _LOADED.popitem(last=False)
     return data
 
 
