@@ -44,6 +44,8 @@ if [ "$#" -gt 0 ]; then exec python -m pytest -p no:xdist "$@"; fi
 # whose bounded waits need the CPU to themselves (marker `serial`: the kill loop of
 # tests/test_faults.py, ~60 s of CPU; beside the workers its jobs missed their 60 s wait).
 # Every part always runs to its end; any part failing fails the command.
+# CAMPAIGNOPS_TEST_CPU=PATH records each test's CPU seconds in PATH.<worker> (tests/cpuclock.py;
+# `python -m tests.cpuclock PATH.*` ranks them): docs/benchmarks.md, the suite's CPU.
 part2_log="$(mktemp)"
 python -m pytest -p no:xdist -m "slurm" >"$part2_log" 2>&1 &
 part2=$!

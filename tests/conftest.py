@@ -30,6 +30,9 @@ import pytest
 from campaignops import cli
 from tests import jsoncontract
 
+# CPU seconds per test when CAMPAIGNOPS_TEST_CPU is set (tests/cpuclock.py, docs/benchmarks.md).
+pytest_plugins = ["tests.cpuclock"]
+
 FIXTURES = Path(__file__).parent / "fixtures"
 # The date every test ages stamps against, so the suite does not rot with the calendar.
 TODAY = dt.date(2026, 11, 21)

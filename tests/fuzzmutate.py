@@ -4,6 +4,7 @@ parsed YAML, front matter, JSON or JSON-lines tree, with values that have broken
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -135,8 +136,17 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+# Trees already parsed, by text: most inputs start from one of the campaign's own files (the
+# failure catalog is ~200 KB), so each is parsed once and copied (the mutation edits it).
+_PARSED: dict[str, Any] = {}
+
+
 def _load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_LOADER)  # a safe loader: the C one when it is built
+    if text not in _PARSED:
+        if len(_PARSED) >= 64:
+            _PARSED.clear()
+        _PARSED[text] = yaml.load(text, Loader=_LOADER)  # a safe loader: the C one when built
+    return copy.deepcopy(_PARSED[text])
 
 
 def _dump_yaml(tree: Any) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import re
 import subprocess
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from campaignops import cli
 from campaignops.checks import registry
 from tests import sshboxes
 from tests.conftest import GRIDENGINE_DEV, _cluster_module
@@ -211,3 +214,24 @@ def test_the_readme_starts_with_exactly_two_set_up_commands() -> None:
     first = readme.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line.split("#", 1)[0].strip() for line in first.splitlines() if line.strip()]
     assert commands == ["bash dev/demo.sh", "bash dev/test.sh"], commands
+
+
+def test_commands_run_in_one_process_build_the_parser_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A build is ~10 ms of CPU (argparse's gettext look-ups): `campaign mcp` and a program
+    calling ``run`` in a loop pay it once, not per command."""
+    builds: list[int] = []
+    real = cli.build_parser
+
+    def counted() -> argparse.ArgumentParser:
+        builds.append(1)
+        return real()
+
+    monkeypatch.setattr(cli, "build_parser", counted)
+    shared = getattr(cli, "shared_parser", None)
+    if shared is not None:
+        shared.cache_clear()
+    for _ in range(3):
+        assert cli.run(["checks"], io.StringIO(), io.StringIO()) == 0
+    assert len(builds) == 1

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from campaignops import cli
 from campaignops.cli import files, jobs
 from tests import fuzzkit
 
@@ -182,6 +183,9 @@ def test_the_harness_reports_an_exception_a_hang_a_ledger_write_and_bad_json(
     fuzz_campaign: tuple[Path, fuzzkit.Pristine], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, pristine = fuzz_campaign
+    # The handlers below replace the registered ones: every command gets a parser of its own
+    # (the shared one holds the functions it was built with).
+    monkeypatch.setattr(cli, "shared_parser", cli.build_parser)
 
     def crash(*_: object) -> int:
         raise ValueError("boom")

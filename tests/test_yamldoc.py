@@ -263,3 +263,34 @@ def test_top_level_keys_are_found_by_text_where_composing_finds_them(text: str) 
         composed = Locator(text, line_offset=2)
         composed.at(("jobs", 99, "x"))  # composes the file; later lookups use the nodes
         assert fast.at((name,), key=True) == composed.at((name,), key=True), name
+
+
+def test_a_text_loaded_again_is_not_parsed_again_and_each_caller_owns_its_tree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command reads the failure catalog through several readers: the second load of the
+    same text is a copy of the first, not a second parse, and changing one changes no other."""
+    text = "failures:\n  - id: memo-test-entry\n    matchers: [x]\n"
+    first = yamldoc.load(text, path="failures.yaml")
+    parses: list[str] = []
+    real = yamldoc.yaml.load
+
+    def counted(stream: str, Loader: object) -> object:
+        parses.append(stream)
+        return real(stream, Loader=Loader)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yamldoc.yaml, "load", counted)
+    first["failures"].append("changed by its caller")
+    again = yamldoc.load(text, path="failures.yaml")
+    assert parses == []
+    assert again == {"failures": [{"id": "memo-test-entry", "matchers": ["x"]}]}
+    again["failures"][0]["id"] = "changed too"
+    assert yamldoc.load(text, path="other.yaml")["failures"][0]["id"] == "memo-test-entry"
+
+
+def test_a_text_that_failed_fails_again_naming_its_own_path() -> None:
+    text = "a: [1, 2\n"
+    for path in ("one.yaml", "two.yaml"):
+        with pytest.raises(YamlSyntaxError) as info:
+            yamldoc.load(text, path=path)
+        assert path in str(info.value)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from campaignops.core.yamldoc import Locator
+
 
 def pol(run, *paths: str):  # type: ignore[no-untyped-def]
     return run("check", "--select", "POLICY", "--format", "json", *paths)
@@ -222,3 +226,21 @@ def test_budget_values_out_of_range_are_refused_at_their_line(campaign: Path, ru
     ]
     messages = " ".join(str(f["message"]) for f in usd_found.json()["findings"])
     assert "'per'" in messages and "'per_hour'" in messages
+
+
+def test_a_clean_catalog_is_checked_without_composing_it(
+    campaign: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Locating a node composes the whole document (the upstream catalog is ~200 KB): only a
+    finding needs a place, so a clean catalog is never composed (it was, for every entry's id)."""
+    composed: list[str] = []
+    real = Locator._compose
+
+    def spy(self: Locator) -> object:
+        composed.append(self._text)
+        return real(self)
+
+    monkeypatch.setattr(Locator, "_compose", spy)
+    catalog = (campaign / "failures.yaml").read_text(encoding="utf-8")
+    assert (pol(run).code, pol(run).ids()) == (0, [])
+    assert catalog not in composed

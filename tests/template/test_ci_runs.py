@@ -109,6 +109,11 @@ def world(
     install = github_steps(campaign, "check", push_context(ZEROS))[0]
     ran = run_github(w, campaign, install)
     assert ran.code == 0, ran.out
+    # GitLab's campaign-check installs too: its line runs here, on a full check of the campaign
+    # as generated; the GitLab tests below run the job's script after it.
+    manual = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"}
+    ran = run_gitlab(w, campaign, manual, install=True)
+    assert ran.code == 0 and "full check" in ran.out, ran.out
     yield w
 
 

@@ -15,7 +15,10 @@ recursion), which finds the first collection past MAX_DEPTH with its line and co
 
 from __future__ import annotations
 
+import copy
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -31,6 +34,16 @@ MAX_DEPTH = 64
 _SCAN_FROM = 1000
 _INDICATORS = "[{-:?"
 _DEPTH_HINT = "flatten the document; campaign files never need deep nesting"
+# Documents already loaded, by their text, the most recent last: one command reads a file
+# through several readers (the failure catalog, ~200 KB, takes ~30 ms to walk and load, and
+# each check family and view reads it), and a process may run many commands (`campaign mcp`).
+# A copy costs ~1/20 of a load; only loads that succeeded are kept, so every error is raised
+# as before, with its own path.
+_LOADED: OrderedDict[str, Any] = OrderedDict()
+_LOADED_MAX = 16
+_LOADED_MAX_CHARS = 512 * 1024
+_LOADED_LOCK = threading.Lock()  # ssh queries run in threads
+_NOT_KEPT = object()
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -157,7 +170,25 @@ def load(text: str, *, path: str, line_offset: int = 0) -> Any:
     """Parse one YAML document from ``text``. Raises YamlSyntaxError or InputError (hostile).
 
     ``line_offset`` places limit errors in the file when ``text`` starts after its first line
-    (front matter); syntax errors stay relative to ``text``, as callers expect."""
+    (front matter); syntax errors stay relative to ``text``, as callers expect.
+    Each call returns a tree of its own, which the caller may change."""
+    with _LOADED_LOCK:
+        kept = _LOADED.get(text, _NOT_KEPT)
+        if kept is not _NOT_KEPT:
+            _LOADED.move_to_end(text)
+    if kept is not _NOT_KEPT:
+        return copy.deepcopy(kept)
+    data = _load(text, path=path, line_offset=line_offset)
+    if len(text) <= _LOADED_MAX_CHARS:
+        kept = copy.deepcopy(data)
+        with _LOADED_LOCK:
+            _LOADED[text] = kept
+            if len(_LOADED) > _LOADED_MAX:
+                _LOADED.popitem(last=False)
+    return data
+
+
+def _load(text: str, *, path: str, line_offset: int) -> Any:
     if _may_nest_deeply(text):
         where = first_too_deep(text)
         if where is not None:
