@@ -35,20 +35,23 @@ if [ "$(id -u)" -eq 0 ]; then python3 -c 'import sys; sys.path.insert(0, "."); f
 # pytest exits 5 when it collected no test: that fails this script too, as it should.
 # Arguments (a file, -k …) run just those tests, in this process.
 if [ "$#" -gt 0 ]; then exec python -m pytest -p no:xdist "$@"; fi
-# The suite in three parts. The tests that wait on the Slurm cluster's own clocks (time limits,
-# warning signals, job turnaround: marker `slurm`) spend most of their time waiting, not on the
-# CPU: they run in one process in the background, their output kept for the end. Meanwhile the
-# rest runs in parallel workers (pytest-xdist): those tests mostly wait on processes and real
-# services, so more workers than cores pays; `--dist loadgroup` keeps the ssh boxes' tests on
-# one worker and the Grid Engine cell's on one (tests/conftest.py). Then, alone, the tests
-# whose bounded waits need the CPU to themselves (marker `serial`: the kill loop of
-# tests/test_faults.py, ~60 s of CPU; beside the workers its jobs missed their 60 s wait).
-# Every part always runs to its end; any part failing fails the command.
+# The suite in three parts, run side by side. The tests that wait on the Slurm cluster's own
+# clocks (time limits, warning signals, job turnaround: marker `slurm`) spend most of their time
+# waiting, not on the CPU: they run in one process in the background. So does the kill loop of
+# tests/test_faults.py (marker `serial`: ~60 s of CPU in one process, its bounded wait sized for
+# a loaded machine). Meanwhile the rest runs in parallel workers (pytest-xdist): those tests
+# mostly wait on processes and real services, so more workers than cores pays; `--dist
+# loadgroup` keeps the ssh boxes' tests on one worker and the Grid Engine cell's on one
+# (tests/conftest.py). The two background parts' output is kept for the end. Every part always
+# runs to its end; any part failing fails the command.
 # CAMPAIGNOPS_TEST_CPU=PATH records each test's CPU seconds in PATH.<worker> (tests/cpuclock.py;
 # `python -m tests.cpuclock PATH.*` ranks them): docs/benchmarks.md, the suite's CPU.
 part2_log="$(mktemp)"
+part3_log="$(mktemp)"
 python -m pytest -p no:xdist -m "slurm" >"$part2_log" 2>&1 &
 part2=$!
+python -m pytest -p no:xdist -m "serial and not slurm" >"$part3_log" 2>&1 &
+part3=$!
 part1_code=0
 python -m pytest -n "${CAMPAIGNOPS_TEST_WORKERS:-3}" --dist loadgroup -m "not slurm and not serial" ||
   part1_code=$?
@@ -56,9 +59,11 @@ part2_code=0
 wait "$part2" || part2_code=$?
 echo "--- part 2, the Slurm tests (exit $part2_code):"
 cat "$part2_log"
-rm -f "$part2_log"
 part3_code=0
-python -m pytest -p no:xdist -m "serial and not slurm" || part3_code=$?
+wait "$part3" || part3_code=$?
+echo "--- part 3, the kill loop (exit $part3_code):"
+cat "$part3_log"
+rm -f "$part2_log" "$part3_log"
 if [ "$part1_code" -ne 0 ]; then exit "$part1_code"; fi
 if [ "$part2_code" -ne 0 ]; then exit "$part2_code"; fi
 exit "$part3_code"

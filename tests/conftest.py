@@ -209,8 +209,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gridengine: runs on the real single-node Grid Engine cell")
     config.addinivalue_line(
         "markers",
-        "serial: timing-bound (kill loops, bounded waits): dev/test.sh runs it alone, after "
-        "the parallel part, in its own process",
+        "serial: a CPU-bound loop (the kill loop): dev/test.sh runs it in a process of its "
+        "own beside the parallel part, not spread over the workers",
     )
     config.addinivalue_line(
         "markers",
@@ -225,7 +225,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # service runs on one worker: that worker starts the service once, and no two workers make the
 # same sshd users or fight over one cluster. Tests that start no service spread over the rest.
 # The Slurm tests wait on the scheduler's own clocks (time limits, warning signals): dev/test.sh
-# runs them in one process of their own beside the parallel part, and the `serial` ones after it.
+# runs them in one process of their own beside the parallel part, and the `serial` ones in another.
 SERVICE_GROUPS = {"slurm_cluster": "slurm", "ssh_boxes": "ssh", "gridengine_cell": "gridengine"}
 MARKER_FIXTURES = {"slurm": "slurm_cluster", "ssh": "ssh_boxes", "gridengine": "gridengine_cell"}
 # Modules whose module-scoped fixture is costly go to one worker each, which then builds it

@@ -190,7 +190,8 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
             return None
         return records  # not empty: the submits above are in it
 
-    records = waiting.until("the jobs to finish", finished, timeout=60, most=1.0)
+    # Bounded, with room for a loaded machine: dev/test.sh runs this beside the parallel part.
+    records = waiting.until("the jobs to finish", finished, timeout=240, most=1.0)
     assert_every_started_job_recorded(root, records)
 
 
