@@ -586,3 +586,19 @@ def test_a_job_run_by_the_local_executor_before_one_loop_still_reads(root: Path)
     result = query(root, job_id)[job_id]
     assert (result.state, result.exit_code, result.elapsed_s) == ("COMPLETED", 0, 2.0)
     assert result.tasks[0].started == "2026-11-27T00:00:01+00:00"
+
+
+def test_a_cancel_after_the_end_leaves_the_end_as_it_was(root: Path, tmp_path: Path) -> None:
+    job_id = submit(root, spec(tmp_path, "true"))
+    assert final(root, job_id).reason is None
+    subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
+    result = query(root, job_id)[job_id]
+    assert (result.state, result.reason) == ("COMPLETED", None)
+
+
+def test_a_cancelled_job_says_so(root: Path, tmp_path: Path) -> None:
+    job_id = submit(root, spec(tmp_path, "sleep 30"))
+    wait_until("the task to start", lambda: state_of(root, job_id)["state"] == "RUNNING")
+    subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
+    result = final(root, job_id)
+    assert (result.state, result.reason) == ("CANCELLED", "cancelled")

@@ -290,6 +290,8 @@ class Executor:
     def step(self, launching: bool) -> bool:
         """One tick; True once every task has finished."""
         everything, some = cancel_requests(self.dir)
+        if everything:  # the job's end is then "cancelled" (a cancel after it ended is not)
+            self.state["cancelled"] = True
         verdict = self.parents()
         for key in self.order:
             t = self.tasks[key]

@@ -147,6 +147,7 @@ def _end_here(job_dir: Path, keys: set[str] | None) -> None:
                 killpg(task["pid"], signal.SIGKILL)
             task.update(state="CANCELLED", end=now(), pid=None, ticks=None, reason="cancelled")
     executor.state["state"] = fold([executor.tasks[k] for k in executor.order])
+    executor.state["cancelled"] = executor.state.get("cancelled") or keys is None
     if executor.state["state"] in FINISHED:
         executor.state["ended"] = now()
     executor.save()

@@ -94,7 +94,7 @@ def read_state(job_dir: Path) -> dict[str, Any] | str | None:
         return f"state.json: 'state' is {state.get('state')!r}, not a job state"
     if isinstance(state.get("tasks"), dict):  # the one supervisor's
         why = damaged(state)
-        return f"state.json: {why}" if why else shown(job_dir, state)
+        return f"state.json: {why}" if why else shown(state)
     tasks = state.get("tasks", [])
     if not isinstance(tasks, list) or not all(
         isinstance(t, dict)
@@ -110,10 +110,11 @@ def read_state(job_dir: Path) -> dict[str, Any] | str | None:
     return {**state, "tasks": tasks}
 
 
-def shown(job_dir: Path, state: dict[str, Any]) -> dict[str, Any]:
+def shown(state: dict[str, Any]) -> dict[str, Any]:
     """The box executor's state.json as the readers take a local job's: tasks as a list with
     the local names (started, ended, pgid), the job's start (its first task's), end, elapsed
-    time, exit code and reason (cancelled, DependencyNeverSatisfied) once it has finished."""
+    time, exit code and reason once it has finished: DependencyNeverSatisfied, else cancelled
+    when the executor saw the whole job's cancel (``cancelled``; not a cancel after the end)."""
     tasks = [
         {"index": int(key), "state": t["state"], "exit_code": t.get("exit_code"),
          "started": t.get("start"), "ended": t.get("end"), "elapsed_s": t.get("elapsed_s"),
@@ -126,7 +127,7 @@ def shown(job_dir: Path, state: dict[str, Any]) -> dict[str, Any]:
     head |= {"ended": None, "exit_code": None, "elapsed_s": None}
     if state["state"] in FINISHED:
         never = any(t.get("reason") == "DependencyNeverSatisfied" for t in state["tasks"].values())
-        cancelled = (job_dir / "cancel").exists()
+        cancelled = state.get("cancelled") is True
         reason = "DependencyNeverSatisfied" if never else "cancelled" if cancelled else None
         code = fold([(t["state"], t["exit_code"]) for t in tasks])[1] if tasks else None
         head |= {"ended": state.get("ended"), "exit_code": code, "reason": reason}
