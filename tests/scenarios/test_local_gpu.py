@@ -238,6 +238,9 @@ def test_the_local_page_lists_the_gpus_a_counted_manifest_gets(camp: Path, run) 
     page = camp / "backends/local.md"
     page.write_text(page.read_text().replace("kind: local\n", "kind: local\ngpus: [2, 3]\n", 1))
     (camp / "manifests/counted.yaml").write_text(COUNTED)
+    # The smoke above ran the manifest before conda_hook: STATUS.md now says it ran an older
+    # config, and the committed view is rebuilt with the change (docs/decisions.md, 1xx).
+    assert run("render").code == 0
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "this workstation's GPUs are 2 and 3")
     checked = run("check")
