@@ -47,6 +47,11 @@ def test_a_smoke_of_an_older_config_says_so_until_it_is_smoked_again(camp: Path,
 
     # The manifest asks for more memory: a new config (memory is what a smoke is there to test).
     life.write("manifests/one.yaml", ONE.replace("mem: 200M", "mem: 300M"))
+    # The fix commit alone passes check: the mark follows the files, and the next render or
+    # refresh writes it; a check that failed here would fail every fix commit until a render.
+    assert OLDER not in _status_md(camp)
+    edited = life.run("check", "--select", "VIEW")
+    assert edited.code == 0, edited.out
     refused = life.submit("manifests/one.yaml", "production")
     assert refused.code == 1 and "smokes of t1 ran an older config" in refused.err
     assert life.run("status", "--refresh").code == 0
