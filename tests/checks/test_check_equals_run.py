@@ -41,8 +41,9 @@ MODULES = (
     # directives cannot say is refused before sbatch or qsub is called.
     "backends/slurm/backend.py",
     "backends/pbs/backend.py",
+    "backends/gridengine/render.py",
 )
-BACKENDS = "backends=local,generic-slurm,alpine,polaris,kubernetes"
+BACKENDS = "backends=local,generic-slurm,alpine,polaris,kubernetes,generic-gridengine"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Refusal:
     stage: str = "production"
     said: str | None = None  # what submit says, where it refuses before its MAN checks
     policy: tuple[str, str] | None = None  # (old, new): an edit of campaign.yaml first
+    found_in: str | None = None  # the file the finding is in (None: the manifest)
 
 
 CMD = "default_cmd: python3 run.py\n"
@@ -151,6 +153,43 @@ REFUSALS = (
         "backends/slurm/backend.py:_resources",
         "resources.gpu_type without resources.gpus (Slurm's --gres needs the count)",
         CMD + "backend: generic-slurm\nresources: {gpu_type: A100, time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+    ),
+    Refusal(
+        "backends/slurm/backend.py:_directives",
+        "stages.warning_seconds over 65535 (sbatch keeps it in 16 bits)",
+        CMD + "backend: generic-slurm\nresources: {time: '24:00:00'}\njobs: [{id: t}]\n",
+        "POLICY001",
+        22,
+        "smoke",
+        policy=("  warning_seconds: 360 ", "  warning_seconds: 70000 "),
+        found_in="campaign.yaml",
+    ),
+    Refusal(
+        "backends/gridengine/render.py:_refuse_unknown",
+        "qos on Grid Engine, which has none",
+        CMD + "backend: generic-gridengine\nresources: {qos: normal, time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+    ),
+    Refusal(
+        "backends/gridengine/render.py:valid",
+        "an account with a space: qsub -A splits it",
+        CMD + "backend: generic-gridengine\nresources: {account: 'my lab', time: '00:10:00'}\n"
+        "jobs: [{id: t}]\n",
+        "MAN018",
+        3,
+        "smoke",
+    ),
+    Refusal(
+        "backends/gridengine/render.py:megabytes",
+        "mem '1234567890123M': the schema takes it, the renderer's size does not",
+        CMD + "backend: generic-gridengine\nresources: {mem: 1234567890123M, time: '00:10:00'}\n"
         "jobs: [{id: t}]\n",
         "MAN018",
         3,
@@ -270,13 +309,13 @@ NOT_FROM_FILES = {
     "backends/pbs/backend.py:parse_lookup": "what qselect printed",
     "backends/pbs/backend.py:task_id": "the ledger's job id",
     "backends/pbs/backend.py:cancel_argv": "the ledger's job id (campaign cancel)",
+    "backends/gridengine/render.py:directives": "max_parallel below 1: the schema's minimum (MAN001)",
+    "backends/gridengine/render.py:_warning": "the planner sets a warning only inside the limit",
+    "backends/gridengine/render.py:render": "the planner's own consistency (a task, a command)",
 }
 # From the files, and not yet a check (the "check equals run" is not done while these
 # are here): each says what submit refuses.
-LEFT = {
-    "backends/slurm/backend.py:_directives": "campaign.yaml's stages.warning_seconds over 65535 "
-    "(sbatch keeps it in 16 bits) where the time limit is longer",
-}
+LEFT: dict[str, str] = {}
 
 
 def refusal_sites() -> set[str]:
@@ -322,12 +361,13 @@ def test_a_refusal_submit_knows_from_the_files_is_a_check_finding(
         (camp / "campaign.yaml").write_text(text.replace(*refusal.policy), encoding="utf-8")
     git(camp, "add", "-A")
     git(camp, "commit", "-qm", "a manifest submit refuses")
-    checked = run("check", "--select", "MAN", "--format", "json", rel)
-    assert (rel, refusal.line, refusal.check) in checked.where(), checked.out
+    found_in = refusal.found_in or rel
+    checked = run("check", "--select", refusal.check[:-3], "--format", "json", found_in)
+    assert (found_in, refusal.line, refusal.check) in checked.where(), checked.out
     submitted = run("submit", rel, "--stage", refusal.stage, "--dry-run")
     assert submitted.code != 0, submitted.out
     # submit runs the same MAN checks first: it refuses with the finding check gave.
     if refusal.said is not None:
         assert refusal.said in submitted.err
     else:
-        assert f"{rel}:{refusal.line}:" in submitted.err and refusal.check in submitted.err
+        assert f"{found_in}:{refusal.line}:" in submitted.err and refusal.check in submitted.err

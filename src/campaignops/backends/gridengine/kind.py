@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends.base import Backend, Kind
+from campaignops.core.errors import CampaignError
+from campaignops.model.jobspec import Resources
 
 # JOB.TASK as qstat and qacct name one task (Grid Engine's task ids start at 1).
 TASK = re.compile(r"(?P<job>\d{1,12})\.(?P<task>\d{1,7})\Z")
@@ -23,6 +25,18 @@ def _make(root: Path, name: str) -> Backend:
     from campaignops.backends.gridengine.backend import GridEngineBackend
 
     return GridEngineBackend(root, name)
+
+
+def _unsayable(res: Resources) -> CampaignError | None:
+    from campaignops.backends.gridengine import render  # when asked, as _make
+
+    return render.unsayable(res)
+
+
+def _unnamable(name: str) -> CampaignError | None:
+    from campaignops.backends.gridengine import render  # when asked, as _make
+
+    return render.unnamable(name)
 
 
 def _task_ref(ref: str) -> tuple[str, int] | None:
@@ -44,4 +58,6 @@ KIND = Kind(
     job_of=_job_of,
     raw_submit=frozenset({"qsub"}),
     raw_cancel=frozenset({"qdel"}),
+    unsayable=_unsayable,
+    unnamable=_unnamable,
 )

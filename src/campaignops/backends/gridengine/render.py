@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from campaignops.backends import script
 from campaignops.core.errors import CampaignError
 from campaignops.model import walltime
-from campaignops.model.jobspec import TASK_INDEX, JobSpec
+from campaignops.model.jobspec import TASK_INDEX, JobSpec, Resources
 
 MEMORY_RESOURCES = ("h_vmem", "mem_free", "virtual_free", "none")
 AFTEROK_EXIT = 95  # a parent did not succeed: the child's task did not start
@@ -98,8 +98,7 @@ def _memory(spec: JobSpec, settings: PageSettings, slots: int) -> list[str]:
     return [f"-l {settings.memory_resource}={per_slot}M"]
 
 
-def _refuse_unknown(spec: JobSpec) -> None:
-    res = spec.resources
+def _refuse_unknown(res: Resources) -> None:
     for field, why in (
         ("qos", "Grid Engine has no QoS"),
         ("constraint", "write a site complex as the page says, not a Slurm feature"),
@@ -123,8 +122,34 @@ def log_dir(spec: JobSpec) -> str:
     return valid("path", posixpath.normpath(posixpath.join(spec.workdir, spec.log_dir)))
 
 
+def unsayable(res: Resources) -> GridEngineRefusal | None:
+    """The refusal ``directives`` gives for this request's own keys, else None (what the page
+    sets, the time limit and the planner's values aside): what campaign check asks (MAN018)."""
+    try:
+        _refuse_unknown(res)
+        queue = res.queue or res.partition
+        if queue:
+            valid("queue", queue)
+        if res.account:
+            valid("account", res.account)
+        if res.mem:
+            megabytes(res.mem)
+    except GridEngineRefusal as exc:
+        return exc
+    return None
+
+
+def unnamable(name: str) -> GridEngineRefusal | None:
+    """The refusal ``directives`` gives for this job name (-N), else None."""
+    try:
+        valid("job name", name)
+    except GridEngineRefusal as exc:
+        return exc
+    return None
+
+
 def directives(spec: JobSpec, settings: PageSettings) -> list[str]:
-    _refuse_unknown(spec)
+    _refuse_unknown(spec.resources)
     res = spec.resources
     slots = res.cpus or 1
     logs = log_dir(spec)
