@@ -39,6 +39,8 @@ def _edit(root: Path, rel: str, old: str, new: str) -> None:
 def branch(demo: Path) -> Path:
     """main: the campaign with a priced local page; HEAD: the branch `grow` with the change."""
     _edit(demo, "backends/local.md", "---\n", "---\n" + PRICE)
+    # A priced backend needs a budget: at the template's 0 every task is over the cap (MAN018).
+    _edit(demo, "campaign.yaml", "cloud_usd: 0\n", "cloud_usd: 500\n")
     git(demo, "commit", "-qam", "price the local machine")
     git(demo, "checkout", "-qb", "grow")
     _edit(demo, "manifests/example.yaml", "cfg: [baseline, wide]", "cfg: [baseline, wide, deep]")

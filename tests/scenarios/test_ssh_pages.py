@@ -68,7 +68,15 @@ def test_the_boxes_prices_meet_the_cloud_budget(camp: Path, run) -> None:  # typ
     ]
     with_instances(camp, boxes)
     out = submit(run)
+    # One task alone (0.08 USD) is over the 0.05 cap: the manifest check says so first (MAN018).
+    assert out.code == 2 and "MAN018" in out.err, out.err
+    assert "cap 0.05 USD (budgets.cloud_usd)" in out.err
+    # Each task fits, the two together do not: the budget gate refuses the job.
+    page = camp / "backends/generic-ssh.md"
+    page.write_text(page.read_text().replace('"usd_per_hour": 0.9', '"usd_per_hour": 0.4'))
+    git(camp, "commit", "-qam", "cheaper boxes")
+    out = submit(run)
     assert out.code == 1
-    assert "budget: this job 0.15 USD (2 task(s) × 0.90 USD/h × 0.0833333 h)" in out.err
+    assert "budget: this job 0.07 USD (2 task(s) × 0.40 USD/h × 0.0833333 h)" in out.err
     assert "over the cap 0.05 USD (budgets.cloud_usd)" in out.err
     assert ledger.read(camp).jobs == ()

@@ -285,10 +285,8 @@ def cmd_wrap(receipt: Path, argv: Sequence[str]) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
-    if words[:1] == ["wrap"] and "--" in words:  # wrap RECEIPT -- ARGV…: no option parsing
-        return cmd_wrap(Path(words[1]), words[words.index("--") + 1 :])
+def parser() -> argparse.ArgumentParser:
+    """The executor's commands (``wrap`` aside: it takes its argv after ``--`` unparsed)."""
     parser = argparse.ArgumentParser(prog="boxexec", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     helps = {
@@ -318,7 +316,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     cancel = sub.add_parser("cancel", help=text, description=text)
     cancel.add_argument("jobdir")
     cancel.add_argument("--tasks", help="comma-separated task indices; default: every task")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["wrap"] and "--" in words:  # wrap RECEIPT -- ARGV…: no option parsing
+        return cmd_wrap(Path(words[1]), words[words.index("--") + 1 :])
+    args = parser().parse_args(argv)
     try:
         if args.command == "status":
             result = cmd_status(Path(args.root), args.jobs)
