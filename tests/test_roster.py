@@ -183,3 +183,17 @@ def test_an_output_path_outside_the_campaign_is_refused(pulled_root: Path) -> No
         with pytest.raises(InputError) as caught:
             roster.local_facts(pulled_root, [rel])
         assert caught.value.message == f"{rel}: an output path outside the campaign"
+
+
+def test_one_name_at_two_stages_is_no_duplicate(pulled_root: Path) -> None:
+    """A target smoked, then run in production: each stage writes under its own root
+    (runs/smoke, runs/production), so a pull of every job judges both cells on their own."""
+    cells = [
+        Expected("a", ("runs/p/a/metrics.json",), "smoke"),
+        Expected("a", ("runs/p/a/metrics.json",), "production"),
+    ]
+    result = reconciled(pulled_root, cells)
+    assert [(c.name, c.status) for c in result.cells] == [("a", "ok"), ("a", "ok")]
+    same = reconciled(pulled_root, [cells[1], cells[1]])
+    assert [c.status for c in same.cells] == ["duplicate", "duplicate"]
+    assert same.cells[0].detail == "2 expected cells at production are named 'a'"

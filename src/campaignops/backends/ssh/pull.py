@@ -343,7 +343,7 @@ def pull(
                     continue
                 remote.update(chosen.facts)
                 wanted.setdefault(r.deploy, set()).update(chosen.facts)
-                judged.append((s, i, roster.Expected(name(s, i), chosen.outputs), chosen))
+                judged.append((s, i, roster.Expected(name(s, i), chosen.outputs, s.stage), chosen))
                 logs.append((s.job_id, s.job or {}, r.deploy, i))
         for deploy, files in sorted(wanted.items()):
             size = sum(remote[f].size for f in files)

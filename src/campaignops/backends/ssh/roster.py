@@ -65,10 +65,12 @@ class FileFact:
 
 @dataclass(frozen=True)
 class Expected:
-    """A cell the campaign expects back: its name and its output_check paths."""
+    """A cell the campaign expects back: its name and its output_check paths, and the stage it
+    ran at (each stage writes under its own root, so one name at two stages is no collision)."""
 
     name: str
     outputs: tuple[str, ...]
+    stage: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,13 +131,14 @@ def reconcile(
     remote: Mapping[str, FileFact],
 ) -> Roster:
     """Each expected cell's verdict (in the order given) and the box's unclaimed files."""
-    counts = Counter(cell.name for cell in expected)
+    counts = Counter((cell.stage, cell.name) for cell in expected)
     reports = []
     for cell in expected:
         checks = tuple(_check(p, pulled.get(p), remote.get(p)) for p in cell.outputs)
-        if counts[cell.name] > 1:
+        if counts[cell.stage, cell.name] > 1:
             status: CellStatus = "duplicate"
-            detail = f"{counts[cell.name]} expected cells are named {cell.name!r}"
+            at = f" at {cell.stage}" if cell.stage else ""
+            detail = f"{counts[cell.stage, cell.name]} expected cells{at} are named {cell.name!r}"
         elif not checks:
             status, detail = "no_output", "no output_check to verify"
         else:
