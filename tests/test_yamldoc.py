@@ -268,9 +268,11 @@ def test_top_level_keys_are_found_by_text_where_composing_finds_them(text: str) 
 def test_a_text_loaded_again_is_not_parsed_again_and_each_caller_owns_its_tree(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A command reads the failure catalog through several readers: the second load of the
-    same text is a copy of the first, not a second parse, and changing one changes no other."""
+    """A command reads the failure catalog through several readers: from the third load on, a
+    load of the same text is a copy, not a parse (the first is not copied: most texts are read
+    once), and changing one changes no other."""
     text = "failures:\n  - id: memo-test-entry\n    matchers: [x]\n"
+    yamldoc.load(text, path="failures.yaml")
     first = yamldoc.load(text, path="failures.yaml")
     parses: list[str] = []
     real = yamldoc.yaml.load
@@ -294,3 +296,13 @@ def test_a_text_that_failed_fails_again_naming_its_own_path() -> None:
         with pytest.raises(YamlSyntaxError) as info:
             yamldoc.load(text, path=path)
         assert path in str(info.value)
+
+
+def test_a_text_loaded_once_is_not_kept() -> None:
+    """A check of a thousand manifests loads each once: none is copied into the memo."""
+    texts = [f"id: once-{n}\n" for n in range(3)]
+    for text in texts:
+        yamldoc.load(text, path="m.yaml")
+    assert not any(text in yamldoc._LOADED for text in texts)
+    yamldoc.load(texts[0], path="m.yaml")
+    assert texts[0] in yamldoc._LOADED

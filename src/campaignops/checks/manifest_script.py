@@ -31,10 +31,18 @@ RENAME_FILE = "rename the manifest file"
 
 
 def check(
-    rel: str, doc: Mapping[str, Any], loc: Locator, *, routes: Sequence[Route], campaign: str
+    rel: str,
+    doc: Mapping[str, Any],
+    loc: Locator,
+    *,
+    routes: Sequence[Route],
+    campaign: str,
+    targets: Sequence[manifest.Target] | None = None,
 ) -> Iterator[Finding]:
+    """``targets``: the manifest's, where the caller expanded them already."""
     yield from _unsayables(rel, doc, loc, routes)
-    yield from _unnamables(rel, doc, loc, routes, campaign)
+    found = list(manifest.targets(doc)) if targets is None else targets
+    yield from _unnamables(rel, doc, loc, routes, campaign, found)
 
 
 def _unsayables(
@@ -74,13 +82,17 @@ def _culprit(res: Resources, unsayable: Callable[[Resources], CampaignError | No
 
 
 def _unnamables(
-    rel: str, doc: Mapping[str, Any], loc: Locator, routes: Sequence[Route], campaign: str
+    rel: str,
+    doc: Mapping[str, Any],
+    loc: Locator,
+    routes: Sequence[Route],
+    campaign: str,
+    targets: Sequence[manifest.Target],
 ) -> Iterator[Finding]:
     """Each job name the renderer refuses, once per backend (its first stage): a target
     submitted alone (``--targets``, a retry) is named by its id, an array of several by its
     phase or the manifest's stem (runner/plan.py)."""
     stem = PurePosixPath(rel).stem
-    targets = list(manifest.targets(doc))
     arrays = Counter(t.phase or stem for t in targets)  # the groups of several: arrays
     named = [(t.id, t.id_at, RENAME_ID) for t in targets]
     named += [

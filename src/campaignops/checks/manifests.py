@@ -177,11 +177,14 @@ def check_document(
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
-        yield from _targets(rel, doc, loc)
+        targets = tuple(manifest.targets(doc))  # expanded once: the costliest step of a check
+        yield from _targets(rel, targets, loc)
         yield from manifest_runs.check(rel, doc, loc, routes=routes, policy=policy)
         # The runner's own default when campaign.yaml names no campaign (runner/plan.py).
         campaign = (policy.name if policy is not None else "") or "campaign"
-        yield from manifest_script.check(rel, doc, loc, routes=routes, campaign=campaign)
+        yield from manifest_script.check(
+            rel, doc, loc, routes=routes, campaign=campaign, targets=targets
+        )
 
 
 def _placeholders(rel: str, block: manifest.Block, loc: Locator) -> Iterator[Finding]:
@@ -313,7 +316,7 @@ def _backends(
             yield CODES["MAN007"].at(rel, line, col, backend=backend, authorized=allowed)
 
 
-def _targets(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding]:
+def _targets(rel: str, targets: Sequence[manifest.Target], loc: Locator) -> Iterator[Finding]:
     first_id: dict[str, manifest.Target] = {}
     first_out: dict[str, manifest.Target] = {}
     # A grid template that collides reports once, not once per colliding cell.
@@ -321,7 +324,7 @@ def _targets(rel: str, doc: Mapping[str, Any], loc: Locator) -> Iterator[Finding
     out_reported: set[tuple[str | int, ...]] = set()
     bad_reported: set[tuple[str | int, ...]] = set()
     id_reported: set[tuple[str | int, ...]] = set()
-    for t in manifest.targets(doc):
+    for t in targets:
         wrong = manifest.id_problem(t.id)
         if wrong is not None and t.id_at not in id_reported:
             if t.cell:

@@ -38,8 +38,12 @@ _DEPTH_HINT = "flatten the document; campaign files never need deep nesting"
 # through several readers (the failure catalog, ~200 KB, takes ~30 ms to walk and load, and
 # each check family and view reads it), and a process may run many commands (`campaign mcp`).
 # A copy costs ~1/20 of a load; only loads that succeeded are kept, so every error is raised
-# as before, with its own path.
+# as before, with its own path. A text is kept the second time it is loaded, not the first: a
+# check of a thousand manifests loads each once and pays no copy (bench/checks.py).
 _LOADED: OrderedDict[str, Any] = OrderedDict()
+# The texts loaded once, by hash (a collision only keeps a tree early), the most recent last.
+_SEEN: OrderedDict[int, None] = OrderedDict()
+_SEEN_MAX = 256
 _LOADED_MAX = 16
 _LOADED_MAX_CHARS = 512 * 1024
 _LOADED_LOCK = threading.Lock()  # ssh queries run in threads
@@ -179,13 +183,26 @@ def load(text: str, *, path: str, line_offset: int = 0) -> Any:
     if kept is not _NOT_KEPT:
         return copy.deepcopy(kept)
     data = _load(text, path=path, line_offset=line_offset)
-    if len(text) <= _LOADED_MAX_CHARS:
+    if len(text) <= _LOADED_MAX_CHARS and _seen_before(text):
         kept = copy.deepcopy(data)
         with _LOADED_LOCK:
             _LOADED[text] = kept
             if len(_LOADED) > _LOADED_MAX:
                 _LOADED.popitem(last=False)
     return data
+
+
+def _seen_before(text: str) -> bool:
+    """Whether ``text`` was loaded before (and now is remembered as loaded)."""
+    key = hash(text)
+    with _LOADED_LOCK:
+        if key in _SEEN:
+            del _SEEN[key]
+            return True
+        _SEEN[key] = None
+        if len(_SEEN) > _SEEN_MAX:
+            _SEEN.popitem(last=False)
+        return False
 
 
 def _load(text: str, *, path: str, line_offset: int) -> Any:
