@@ -177,7 +177,8 @@ def check_document(
     if authorized is not None:
         yield from _backends(rel, doc, loc, authorized)
     if not too_big:
-        targets = tuple(manifest.targets(doc))  # expanded once: the costliest step of a check
+        # Expanded once, ids and outputs only (no check here reads a cell's args or cmd).
+        targets = tuple(manifest.targets(doc, named_only=True))
         yield from _targets(rel, targets, loc)
         yield from manifest_runs.check(rel, doc, loc, routes=routes, policy=policy)
         # The runner's own default when campaign.yaml names no campaign (runner/plan.py).
