@@ -201,9 +201,10 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
     except AssertionError as exc:
         if not stray_dirs(root):
             raise
-        # Known, rare (1 kill in ~600 here): a submit killed between its job directory and its
-        # job.json leaves a directory the local backend skips, and the submission's intent is
-        # never ruled out by a refresh. Seen, not hidden: the run says so.
+        # Known defect, open (issue 17): since local CPU jobs run under the one loop, about one
+        # run in two leaves stray local-N directories (a submit killed before its job.json) and
+        # may leave a job with its id recorded PENDING for ever. Seen, not hidden: the xfail
+        # names the job; drop it when that is fixed.
         pytest.xfail(f"item 2, hostile1: a stray local-N directory left a job unfinished: {exc}")
     assert_every_started_job_recorded(root, records)
 
