@@ -141,6 +141,14 @@ def box_state(root: Path, job_id: str) -> dict[str, Any]:
     return found
 
 
+def task_field(root: Path, job_id: str, task: str, key: str) -> Any:
+    """A task's field in the executor's state.json, or None before the executor has written
+    it (submit returns once the executor is started, not once it has written its first state)."""
+    if not (root / ".campaign/local/box" / job_id / "state.json").is_file():
+        return None
+    return box_state(root, job_id)["tasks"].get(task, {}).get(key)
+
+
 def test_two_tasks_get_a_gpu_each_and_complete(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
     sub = run("submit", "manifests/pair.yaml", "--stage", "smoke")
     assert sub.code == 0, sub.out + sub.err
@@ -164,7 +172,7 @@ def test_a_busy_gpu_holds_the_task_pending_with_the_reason(camp: Path, run) -> N
     assert run("submit", "manifests/pair.yaml", "--stage", "smoke").code == 0
     job_id = str(ledger.read(camp).jobs[-1].job_id)
     why = "no GPU below 500 MiB (0: 9000 MiB used; 1: 9000 MiB used)"
-    wait_for("the GPU reason", lambda: box_state(camp, job_id)["tasks"]["0"]["reason"] == why)
+    wait_for("the GPU reason", lambda: task_field(camp, job_id, "0", "reason") == why)
     job = refreshed(run, camp)
     assert job.state == "PENDING", job.record
     assert job.task("a").reason == why  # type: ignore[union-attr]
@@ -173,7 +181,7 @@ def test_a_busy_gpu_holds_the_task_pending_with_the_reason(camp: Path, run) -> N
     assert again.code != 0 and job_id in again.out + again.err, again.out + again.err
     set_gpus(camp, used={"1": 9000})  # GPU 0 comes free: `a` takes it, `b` is held back
     held = "no GPU below 500 MiB (0: held by a task; 1: 9000 MiB used)"
-    wait_for("b held", lambda: box_state(camp, job_id)["tasks"]["1"]["reason"] == held)
+    wait_for("b held", lambda: task_field(camp, job_id, "1", "reason") == held)
     job = refreshed(run, camp)
     assert job.task("a").state == "RUNNING" and job.task("b").reason == held  # type: ignore[union-attr]
     set_gpus(camp)
@@ -298,7 +306,7 @@ def test_a_killed_executor_is_started_again_and_adopts_its_running_task(camp: Pa
     git(camp, "commit", "-qm", "a task that waits for a gate file")
     assert run("submit", "manifests/gated.yaml", "--stage", "smoke").code == 0
     job_id = str(ledger.read(camp).jobs[-1].job_id)
-    wait_for("RUNNING", lambda: box_state(camp, job_id)["tasks"]["0"]["state"] == "RUNNING")
+    wait_for("RUNNING", lambda: task_field(camp, job_id, "0", "state") == "RUNNING")
     first = box_state(camp, job_id)["executor"]["pid"]
     os.kill(first, signal.SIGKILL)  # a reboot's or an OOM killer's end: no chance to clean up
     wait_for(
