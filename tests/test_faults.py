@@ -140,7 +140,6 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
     span = spans[-1]
     kills = finished = 0
     landed: Counter[str] = Counter()
-    broken_by_strays: list[str] = []
     for i in range(2, TARGETS - 1):
         if kills >= KILLS:
             break
@@ -160,12 +159,7 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
         strays = stray_dirs(root)
         if strays:
             landed["left a local-N directory without job.json"] += 1
-        refreshed: Result = run("status", "--refresh")
-        if strays and (refreshed.code != 0 or "Traceback" in refreshed.err):
-            broken_by_strays.append(f"{target}: {refreshed.err.strip()[-300:]}")
-            for stray in strays:  # clean up by hand, to go on counting the other kinds
-                shutil.rmtree(root / ".campaign/local" / stray)
-            continue
+        refreshed: Result = run("status", "--refresh")  # strays are skipped, never a failure
         assert refreshed.code == 0 and "Traceback" not in refreshed.err, refreshed.err
         records = ledger_records(root)
         assert_nothing_duplicated(records)
@@ -173,11 +167,6 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
     assert kills >= KILLS, f"only {kills} kills in {finished + kills} submits"
     with capsys.disabled():
         print(f"\nfaults: {kills} kills of campaign submit ({dict(landed)}), {finished} finished")
-    if broken_by_strays:
-        pytest.xfail(
-            f"item 2, hostile1: a stray local-N directory broke refresh {len(broken_by_strays)} "
-            f"time(s), first: {broken_by_strays[0]}"
-        )
     # The next command works without clean-up: a fresh submit, then its job is found.
     done = subprocess.run(_submit_argv(f"t{TARGETS - 1}"), cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -196,16 +185,10 @@ def test_kill_9_of_submit_at_random_points_loses_and_duplicates_nothing(
         shown = [(j.ledger_id, j.job_id, j.state, dict(j.record)) for j in live[:3]]
         return f"the jobs to finish ({len(live)} not: {shown})"
 
-    try:
-        records = waiting.until(unfinished, finished, timeout=240, most=1.0)
-    except AssertionError as exc:
-        if not stray_dirs(root):
-            raise
-        # Known defect, open (issue 17): since local CPU jobs run under the one loop, about one
-        # run in two leaves stray local-N directories (a submit killed before its job.json) and
-        # may leave a job with its id recorded PENDING for ever. Seen, not hidden: the xfail
-        # names the job; drop it when that is fixed.
-        pytest.xfail(f"item 2, hostile1: a stray local-N directory left a job unfinished: {exc}")
+    # A submit killed after job.json but before it started the executor left its job PENDING
+    # for ever (issue 17); the executor lock, held from before job.json until the executor
+    # ends, now tells such a job's end (NODE_FAIL).
+    records = waiting.until(unfinished, finished, timeout=240, most=1.0)
     assert_every_started_job_recorded(root, records)
 
 

@@ -479,6 +479,50 @@ def test_an_executor_dead_before_its_first_write_reads_as_node_fail(
     assert query(root, job_id)[job_id].state == "CANCELLED"
 
 
+STUCK_SUBMIT = """
+import sys, time
+from pathlib import Path
+from campaignops.backends.local import jobfiles
+
+def stuck(job_dir, lock_fd):  # killed here: job.json written, its executor not yet started
+    print(job_dir.name, flush=True)
+    time.sleep(600)
+
+jobfiles._start = stuck
+jobfiles.submit(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+def test_a_submit_killed_before_it_started_the_executor_leaves_no_job_pending(
+    root: Path, tmp_path: Path
+) -> None:
+    # kill -9 of the submit between job.json and the executor's start: its job used to read
+    # PENDING for ever (no executor.pid, no state.json); the lock submit holds says it all.
+    script = tmp_path / "job.sh"
+    script.write_text(local.render(spec(tmp_path, "true")))
+    argv = [sys.executable, "-c", STUCK_SUBMIT, str(root), str(script)]
+    submit_proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    job_id = submit_proc.stdout.readline().strip()  # type: ignore[union-attr]
+    assert (root / job_id / "job.json").is_file(), job_id
+    assert query(root, job_id)[job_id].state == "PENDING"  # being submitted: not gone
+    submit_proc.kill()
+    submit_proc.wait()
+    submit_proc.stdout.close()  # type: ignore[union-attr]
+    assert not (root / job_id / local.STARTED_BY).exists()
+    assert query(root, job_id)[job_id].state == "NODE_FAIL"
+    subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
+    assert query(root, job_id)[job_id].state == "CANCELLED"
+
+
+def test_the_executor_keeps_the_lock_submit_handed_it(root: Path, tmp_path: Path) -> None:
+    job_id = submit(root, spec(tmp_path, "sleep 300"))
+    wait_until("the task to run", lambda: state_of(root, job_id)["state"] == "RUNNING")
+    holder = int((root / job_id / "executor.lock").read_text())
+    assert holder == state_of(root, job_id)["executor_pid"]  # the handed lock, its pid in it
+    subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
+    assert final(root, job_id).state == "CANCELLED"
+
+
 def test_a_zombie_executor_is_not_alive(tmp_path: Path) -> None:
     # What a killed executor becomes under a PID 1 that does not reap: kill -0 still succeeds.
     zombie = subprocess.Popen(["true"], start_new_session=True)

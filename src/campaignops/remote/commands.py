@@ -33,6 +33,7 @@ from campaignops.remote.jobstate import (
     FINISHED,
     NAME,
     PUBLIC,
+    handed,
     lock,
     locked,
     verdict_of,
@@ -128,11 +129,14 @@ def holder(jobdir: Path, patience_s: float = 2.0) -> int | None:
         time.sleep(0.05)
 
 
-def cmd_run(jobdir: Path, environ: str | None) -> dict[str, Any]:
+def cmd_run(jobdir: Path, environ: str | None, lock_fd: int | None = None) -> dict[str, Any]:
     if environ:
         os.environ.clear()
         os.environ.update(read_json(Path(environ)) or {})
-    fd = lock(jobdir, patience_s=2.0)
+    # A handed lock (the local backend's submit took it before writing job.json) is kept as
+    # it is: re-locking the file through a new descriptor would wait for ourselves.
+    fd = lock_fd if lock_fd is not None and handed(jobdir, lock_fd) else None
+    fd = fd if fd is not None else lock(jobdir, patience_s=2.0)
     if fd is None:
         return {"ran": False, "reason": f"another executor holds {jobdir}/executor.lock"}
     os.ftruncate(fd, 0)
@@ -297,6 +301,8 @@ def parser() -> argparse.ArgumentParser:
     for name, text in helps.items():
         sub.add_parser(name, help=text, description=text).add_argument("jobdir")
     sub.choices["run"].add_argument("--environ", help="a JSON file: the environment to run in")
+    text = "an open descriptor of JOBDIR/executor.lock its starter holds locked (handed over)"
+    sub.choices["run"].add_argument("--lock-fd", type=int, help=text)
     text = "every job under ROOT (or the named ones) and the GPUs, in one document"
     status = sub.add_parser("status", help=text, description=text)
     status.add_argument("root", help="<workdir>/.campaignops/jobs")
@@ -338,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "start":
                 result = cmd_start(jobdir)
             elif args.command == "run":
-                result = cmd_run(jobdir, args.environ)
+                result = cmd_run(jobdir, args.environ, args.lock_fd)
             elif args.command == "cancel":
                 result = cmd_cancel(jobdir, args.tasks)
             else:

@@ -191,3 +191,30 @@ def locked(jobdir: Path) -> bool:
     if fd is not None:
         os.close(fd)
     return fd is None
+
+
+def held(jobdir: Path) -> bool | None:
+    """Whether a process holds ``jobdir``'s executor lock; None without a lock file (a job
+    started before handed locks). A probe that creates nothing and holds for microseconds."""
+    try:
+        fd = os.open(str(jobdir / "executor.lock"), os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock the probe took
+    return False
+
+
+def handed(jobdir: Path, fd: int) -> bool:
+    """Whether ``fd`` is ``jobdir``'s executor lock, locked (the starter's, inherited: the one
+    lock held from before ``job.json`` exists until the executor ends)."""
+    try:
+        same = os.fstat(fd).st_ino == (jobdir / "executor.lock").stat().st_ino
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: granted at once
+    except OSError:
+        return False
+    return same

@@ -14,7 +14,9 @@ Files under the state root (``.campaign/local/``), one directory per job:
 - ``<id>/cancel-tasks``: single array tasks to cancel (``cancel <id>_<index>``), one index a
   line, appended; the executor reads it every tick and stops (or never starts) those tasks;
 - ``<id>/executor.pid``: the executor's pid, written by ``submit`` once it has started it;
-  ``<id>/executor.lock``: held by the executor while it runs;
+  ``<id>/executor.lock``: taken by ``submit`` before it writes job.json and handed to the
+  executor it starts (``run --lock-fd``), which holds it while it runs: free with no
+  state.json, the job has no executor and never will (NODE_FAIL);
 - ``<id>/executor.log``: the executor's own output (task output goes to the campaign's logs/).
 
 The executor is the one supervisor (campaignops.remote's ``Executor``, the loop box and local

@@ -15,6 +15,7 @@ campaignops.backends.local.state. A job submitted before one loop (a ``job.json`
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -41,7 +42,7 @@ from campaignops.backends.local.state import (
 )
 from campaignops.core.atomic import write_atomic
 from campaignops.model.states import FINISHED
-from campaignops.remote import boxexec, commands
+from campaignops.remote import boxexec, commands, jobstate
 from campaignops.remote.executor import Executor
 from campaignops.remote.jobstate import fold
 from campaignops.remote.records import alive as supervised_alive
@@ -90,6 +91,24 @@ def run(root: Path, job_id: str) -> Json:
     return commands.cmd_run(job_dir, None)
 
 
+def _start(job_dir: Path, lock_fd: int | None) -> int:
+    """Start the job's executor detached; the pid. ``lock_fd`` (the executor lock, held) is
+    passed on, so the lock is never free while the job has an executor to come."""
+    handed = ["--lock-fd", str(lock_fd)] if lock_fd is not None else []
+    with (job_dir / "executor.log").open("ab") as log:
+        # A new session: no terminal to hang up, a group of its own, and nothing tying it to us.
+        executor = subprocess.Popen(
+            [sys.executable, str(SUPERVISOR), "run", str(job_dir), *handed],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=() if lock_fd is None else (lock_fd,),
+        )
+    return executor.pid
+
+
 def submit(root: Path, script: Path) -> str:
     text = script.read_text(encoding="utf-8")
     directives = parse_directives(text)
@@ -103,23 +122,21 @@ def submit(root: Path, script: Path) -> str:
         root, prefix="local-", used=lambda: map(job_number, list_jobs(root)), make_dir=True
     )
     job_dir = root / job_id
-    write_atomic(job_dir / "script.sh", text.encode("utf-8"))
-    job: Json = {"job_id": job_id, "name": directives.name, "comment": directives.comment}
-    job |= {"timelimit": directives.time, "submitted": now(), "size": directives.size}
-    write_json(job_dir / "job.json", job | job_document(directives, job_id))
-    with (job_dir / "executor.log").open("ab") as log:
-        # A new session: no terminal to hang up, a group of its own, and nothing tying it to us.
-        executor = subprocess.Popen(
-            [sys.executable, str(SUPERVISOR), "run", str(job_dir)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
-    # Its pid (= its group) before it writes anything: an executor that dies before its first
-    # state write is then seen as gone, instead of a job PENDING for ever.
-    write_atomic(job_dir / STARTED_BY, f"{executor.pid}\n".encode("ascii"))
+    # The executor lock, taken before job.json exists and handed to the executor: a job whose
+    # lock is free and that has no state.json has no executor and never will (a submit killed
+    # before it started one, an executor that died at start-up), so readers end it.
+    lock_fd = jobstate.lock(job_dir)
+    try:
+        write_atomic(job_dir / "script.sh", text.encode("utf-8"))
+        job: Json = {"job_id": job_id, "name": directives.name, "comment": directives.comment}
+        job |= {"timelimit": directives.time, "submitted": now(), "size": directives.size}
+        write_json(job_dir / "job.json", job | job_document(directives, job_id))
+        pid = _start(job_dir, lock_fd)
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)  # the executor holds its own copy of the descriptor
+    # Its pid (= its group), for cancel's TERM before the executor's first state write.
+    write_atomic(job_dir / STARTED_BY, f"{pid}\n".encode("ascii"))
     return job_id
 
 
@@ -195,7 +212,7 @@ def cancel(root: Path, job_id: str) -> None:
     if state is not None and state["state"] in FINISHED:
         return
     pid, live = executor_of(job_dir, state)
-    if pid is None or live:
+    if live is not False:
         if state is not None:
             killpg(pid, signal.SIGTERM)
         return  # or an executor still starting: it reads the request itself

@@ -23,7 +23,7 @@ from typing import Any
 from campaignops.backends.local.machine import JOB_ID, STARTED_BY, fold
 from campaignops.model.states import FINISHED, STATES
 from campaignops.remote import records
-from campaignops.remote.jobstate import damaged
+from campaignops.remote.jobstate import damaged, held
 
 # job.json as localjobs.submit writes it: the keys readers use, with their types.
 _JOB_KEYS: dict[str, tuple[type, ...]] = {
@@ -135,16 +135,21 @@ def shown(state: dict[str, Any]) -> dict[str, Any]:
     return head | {"tasks": tasks}
 
 
-def executor_of(job_dir: Path, state: dict[str, Any] | None) -> tuple[int | None, bool]:
-    """The pid of the job's executor (None while none is known: ``submit`` has not written
-    ``executor.pid`` yet) and whether it is alive: the one its state file names (the box
-    executor's record, or the local executor's ``executor_pid``), else the one submit started."""
+def executor_of(job_dir: Path, state: dict[str, Any] | None) -> tuple[int | None, bool | None]:
+    """The pid of the job's executor (None while none is known) and whether it is alive (None:
+    not known yet). The one its state file names (the box executor's record, or the local
+    executor's ``executor_pid``); before the first state write, the executor lock says (held
+    by ``submit`` from before job.json until the executor it started ends), else, for a job
+    submitted before handed locks, the pid ``submit`` recorded in ``executor.pid``."""
     if state is not None and isinstance(state.get("executor"), dict):
         pid = state["executor"].get("pid")
         return (pid if isinstance(pid, int) else None), records.alive(state["executor"])
     known = state is not None and "executor_pid" in state
     pid = state.get("executor_pid") if state and known else started_by(job_dir / STARTED_BY)
-    return pid, pid is not None and alive(pid)
+    holding = held(job_dir) if state is None else None
+    if holding is not None:
+        return pid, holding
+    return pid, (alive(pid) if pid is not None else None)
 
 
 def skipped(root: Path, base: str, why: str) -> str:
@@ -194,9 +199,9 @@ def view(root: Path, job_id: str) -> dict[str, Any]:
     state = read_state(root / base)
     if isinstance(state, str):
         return {"job_id": job_id, "state": "UNKNOWN", "reason": skipped(root, base, state)}
-    pid, live = executor_of(root / base, state)
+    live = executor_of(root / base, state)[1]
     state = state or {"state": "CANCELLED" if cancelled else "PENDING", "tasks": []}
-    if state["state"] not in FINISHED and pid is not None and not live:
+    if state["state"] not in FINISHED and live is False:
         again = read_state(root / base)  # it may have written its end just before exiting
         state = again if isinstance(again, dict) else state
         if state["state"] not in FINISHED:
