@@ -176,12 +176,28 @@ def test_unknown_precondition_type_and_misaligned_outputs_are_refused() -> None:
     assert err.value.message == "1 output paths for 2 tasks"
 
 
+@pytest.mark.parametrize("render", [local.render, slurm.render, pbs.render])
+def test_each_task_is_told_its_config_fingerprint(render: Any) -> None:
+    text = render(spec("/w", "true", "true", configs=("sha256:aa", "sha256:b b")))
+    assert "  0)\n    export CAMPAIGN_CONFIG=sha256:aa\n" in text
+    assert "  1)\n    export CAMPAIGN_CONFIG='sha256:b b'\n" in text
+    assert "CAMPAIGN_CONFIG" not in render(spec("/w", "true", "true"))
+    with pytest.raises(UsageError) as err:
+        render(spec("/w", "a", "b", configs=("x",)))
+    assert err.value.message == "1 config fingerprints for 2 tasks"
+
+
 # --- run with bash ----------------------------------------------------------------------------
 
 
 def writes(path: str, text: str = "{}") -> str:
     """A task command writing ``text`` to ``path`` (under the job's CAMPAIGN_OUT)."""
     return f'mkdir -p "$(dirname {path})" && printf %s {text!r} > {path}'
+
+
+def test_a_task_sees_its_config_fingerprint(tmp_path: Path) -> None:
+    job = spec(tmp_path, 'echo "$CAMPAIGN_CONFIG"', 'echo "$CAMPAIGN_CONFIG"', configs=("a", "b"))
+    assert (run(job, 0).stdout, run(job, 1).stdout) == ("a\n", "b\n")
 
 
 def test_output_present_exits_0(tmp_path: Path) -> None:

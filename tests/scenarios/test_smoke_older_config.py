@@ -7,6 +7,7 @@ Played on the local backend only: what is under test is the view, not the schedu
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.conftest import Result
@@ -68,3 +69,27 @@ def test_a_smoke_of_an_older_config_says_so_until_it_is_smoked_again(camp: Path,
     assert OLDER not in _status_md(camp)
     life.commit("smoked again")
     assert life.submit("manifests/one.yaml", "production").code == 0
+
+
+def test_a_re_smoke_after_a_config_edit_runs_the_cell_again(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    # The example task skips a cell it finds finished (a resumed queue must not redo work); a
+    # finished cell of the old config is not one: a fix commit's re-smoke must run it.
+    life = Life(root=camp, backend="local", run=run)
+    life.write("configs/one.yaml", "lr: 0.1\n", commit=False)
+    life.write("manifests/one.yaml", ONE)
+    assert life.submit("manifests/one.yaml", "smoke").code == 0
+    assert life.wait().state == "COMPLETED"
+    metrics = camp / "runs/smoke/one/t1/metrics.json"
+    first = json.loads(metrics.read_text(encoding="utf-8"))
+    assert first["campaign_config"], first  # the fingerprint submit exported to the task
+
+    life.write("configs/one.yaml", "lr: 0.2\n")  # the fix commit
+    assert life.submit("manifests/one.yaml", "smoke").code == 0
+    job = life.wait()
+    assert job.state == "COMPLETED"
+    again = json.loads(metrics.read_text(encoding="utf-8"))
+    assert again["campaign_config"] != first["campaign_config"]
+    assert again["config_sha256"] != first["config_sha256"]
+    assert again["loss"] != first["loss"] and again["resumed_from_step"] == 0
+    logs = "".join(p.read_text(encoding="utf-8") for p in (camp / "logs").rglob("*.out"))
+    assert "is another run's (config, task or epochs changed): running again" in logs

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from campaignops.core.errors import UsageError
-from campaignops.model.jobspec import TASK_INDEX, Precondition
+from campaignops.model.jobspec import CONFIG_VAR, TASK_INDEX, JobSpec, Precondition
 from campaignops.model.taskfiles import (
     PRECONDITION_TYPES,
     output_problem,
@@ -93,6 +93,7 @@ def task_function(
     tasks: Sequence[str],
     outputs: Sequence[str | None] = (),
     task_preconditions: Sequence[Sequence[Precondition]] = (),
+    configs: Sequence[str] = (),
 ) -> list[str]:
     """Start the index's command in the background; ``$!`` is then the task's own process.
 
@@ -102,7 +103,8 @@ def task_function(
     sets ``campaign_output`` first (expanded before the task starts: an unset variable stops
     the script there, under ``set -u``).
     """
-    for name, given in (("output paths", outputs), ("precondition lists", task_preconditions)):
+    given_lists = (("output paths", outputs), ("precondition lists", task_preconditions))
+    for name, given in (*given_lists, ("config fingerprints", configs)):
         if given and len(given) != len(tasks):
             raise UsageError(
                 message=f"{len(given)} {name} for {len(tasks)} tasks",
@@ -112,6 +114,8 @@ def task_function(
     for index, command in enumerate(tasks):
         output = outputs[index] if outputs else None
         lines.append(f"  {index})")
+        if configs and configs[index]:
+            lines.append(f"    export {CONFIG_VAR}={shell_word(configs[index])}")
         if task_preconditions:
             own = preconditions_check(task_preconditions[index], per_task=True)
             lines += [f"    {line}" for line in own]
@@ -168,6 +172,7 @@ def body(
     outputs: Sequence[str | None] = (),
     preconditions: Sequence[Precondition] = (),
     task_preconditions: Sequence[Sequence[Precondition]] = (),
+    configs: Sequence[str] = (),
 ) -> list[str]:
     """Preconditions, traps, the task started in the background, the wait, the output check,
     the task's exit status.
@@ -193,7 +198,7 @@ def body(
         f'kill -{WARNING_SIGNAL} "$campaign_pid" 2>/dev/null || true\' {WARNING_SIGNAL}',
         'trap \'campaign_woken=1; [ -z "$campaign_pid" ] || '
         'kill -TERM "$campaign_pid" 2>/dev/null || true\' TERM',
-        *task_function(tasks, outputs, task_preconditions if per_task else ()),
+        *task_function(tasks, outputs, task_preconditions if per_task else (), configs),
         "campaign_pid=$!",
         "while :; do",
         "  campaign_woken=0",
@@ -218,3 +223,16 @@ def body(
             "fi",
         ]
     return [*lines, 'exit "$campaign_status"']
+
+
+def spec_body(spec: JobSpec, *, warned: bool, on_warned_failure: str | None = None) -> list[str]:
+    """``body`` for a job spec: its tasks, outputs, preconditions and config fingerprints."""
+    return body(
+        spec.tasks,
+        warned=warned,
+        on_warned_failure=on_warned_failure,
+        outputs=spec.outputs,
+        preconditions=spec.preconditions,
+        task_preconditions=spec.task_preconditions,
+        configs=spec.configs,
+    )

@@ -17,6 +17,9 @@ from campaignops.model import walltime
 
 # The variable every rendered script sets to the array index (0-based) before running a task.
 TASK_INDEX = "CAMPAIGN_TASK_INDEX"
+# Each task's config fingerprint (the one the smoke gate compares), in its environment: a task
+# that skips a cell it finds finished can tell a finished cell of another config.
+CONFIG_VAR = "CAMPAIGN_CONFIG"
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ class JobSpec:
     # own placeholders (``{N}``, ``${N}``), filled from its grid values and args at planning.
     task_preconditions: tuple[tuple[Precondition, ...], ...] = ()
     box: BoxSettings = BoxSettings()  # what only an ssh backend's box executor runs
+    # One per task (aligned with ``tasks``) or empty: the target's config fingerprint, exported
+    # to the task as ${CAMPAIGN_CONFIG} (set by submit once the fingerprints are known).
+    configs: tuple[str, ...] = ()
 
     @property
     def is_array(self) -> bool:

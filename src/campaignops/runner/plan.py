@@ -244,6 +244,17 @@ def plan(
     )
 
 
+def with_configs(jobs: Sequence[PlannedJob], fingerprints: Mapping[str, str]) -> list[PlannedJob]:
+    """The jobs with each task's config fingerprint, which its script exports as
+    ${CAMPAIGN_CONFIG}: a resumable task that skips a finished cell compares it with the one
+    it recorded, so a re-smoke after a config edit runs the cell again."""
+    out = []
+    for job in jobs:
+        configs = tuple(fingerprints.get(t, "") for t in job.targets)
+        out.append(dataclasses.replace(job, spec=dataclasses.replace(job.spec, configs=configs)))
+    return out
+
+
 def _ordered(jobs: list[PlannedJob]) -> list[PlannedJob]:
     """Every phase after the phases it waits for (its job id must exist when it is submitted);
     otherwise manifest order. Cycles never get here: MAN005 refuses them first."""

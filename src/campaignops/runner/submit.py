@@ -30,6 +30,7 @@ from campaignops.runner import (
     gitfacts,
     inputs,
     judging,
+    plan,
     retry_mem,
 )
 from campaignops.runner.asked import Ask as Ask  # re-exported: cli, status, bench
@@ -111,6 +112,7 @@ def preflight(
     fps = asked.fingerprints_of(
         root, ask, doc=doc, cells=cells, configs=configs, page=page, jobs=jobs
     )
+    jobs = plan.with_configs(jobs, fps)
     wrappers, paths = asked.named_files(
         root, ask, name=name, doc=doc, policy=policy, configs=configs, jobs=jobs
     )

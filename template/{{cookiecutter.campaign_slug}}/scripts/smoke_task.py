@@ -12,7 +12,10 @@ It stands in for real work so the wrappers and the example manifest can be tried
   checkpoint and exits 99 (checkpointed: run the same command again to resume);
 - starts from DIR/checkpoint.json when it exists, so the identical command resumes;
 - at the end writes DIR/metrics.json atomically and exits 0; when metrics.json already exists
-  the cell is complete and it exits 0 at once.
+  for the same run (the same CFG content, task and N, and the same $CAMPAIGN_CONFIG: the
+  config fingerprint `campaign submit` gives each task) the cell is complete and it exits 0 at
+  once. A metrics.json or checkpoint of another run is not this one's: the cell runs again
+  from step 0 (after a fix commit, a re-smoke runs the cell, not the old result).
 
 A config key `fail_at_step: K` makes step K fail (exit 1), to try failure handling.
 Only the standard library is used. Exit codes: 0 done, 1 failed, 2 usage, 99 checkpointed.
@@ -21,6 +24,7 @@ Only the standard library is used. Exit codes: 0 done, 1 failed, 2 usage, 99 che
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -101,9 +105,35 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         os.close(dir_fd)
 
 
-def load_checkpoint(path: Path, epochs: int) -> tuple[int, float]:
-    """(step, loss) saved in the checkpoint; (0, inf) without one."""
+def run_of(args: argparse.Namespace) -> dict[str, Any]:
+    """What makes a finished cell this run's: the config's content, the task, the steps, and
+    the fingerprint campaign submit exports (None when run by hand)."""
+    digest = hashlib.sha256(Path(args.config).read_bytes()).hexdigest()
+    return {
+        "config_sha256": digest,
+        "task": args.task,
+        "epochs": args.epochs,
+        "campaign_config": os.environ.get("CAMPAIGN_CONFIG") or None,
+    }
+
+
+def of_run(path: Path, run: dict[str, Any]) -> bool:
+    """Whether the JSON file at ``path`` was written by ``run`` (its keys all equal)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and all(data.get(k) == v for k, v in run.items())
+
+
+def load_checkpoint(path: Path, epochs: int, run: dict[str, Any]) -> tuple[int, float]:
+    """(step, loss) saved in the checkpoint of this run; (0, inf) without one."""
     if not path.exists():
+        return 0, math.inf
+    if not of_run(path, run):
+        print(
+            f"{path} is another run's (config, task or epochs changed): starting over", flush=True
+        )
         return 0, math.inf
     data = json.loads(path.read_text(encoding="utf-8"))
     step = data.get("step") if isinstance(data, dict) else None
@@ -134,12 +164,18 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     metrics_path = out / "metrics.json"
     checkpoint_path = out / "checkpoint.json"
-    if metrics_path.exists():
-        print(f"{metrics_path} exists: cell already complete", flush=True)
-        return 0
     try:
+        run = run_of(args)
+        if of_run(metrics_path, run):
+            print(f"{metrics_path} exists: cell already complete", flush=True)
+            return 0
+        if metrics_path.exists():
+            print(
+                f"{metrics_path} is another run's (config, task or epochs changed): running again",
+                flush=True,
+            )
         config = read_config(args.config)
-        start, loss = load_checkpoint(checkpoint_path, args.epochs)
+        start, loss = load_checkpoint(checkpoint_path, args.epochs, run)
     except (OSError, ValueError) as exc:
         print(f"smoke_task: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -161,7 +197,7 @@ def main(argv: list[str]) -> int:
         # Safe point: the step is finished, the state is consistent.
         write_json_atomic(
             checkpoint_path,
-            {"step": step + 1, "epochs": args.epochs, "task": args.task, "loss": loss},
+            {**run, "step": step + 1, "loss": loss},
         )
         if _stop_signal is not None and step + 1 < args.epochs:
             name = signal.Signals(_stop_signal).name
@@ -171,9 +207,8 @@ def main(argv: list[str]) -> int:
     write_json_atomic(
         metrics_path,
         {
-            "task": args.task,
+            **run,
             "config": str(args.config),
-            "epochs": args.epochs,
             "resumed_from_step": start,
             "loss": loss if math.isfinite(loss) else None,
         },

@@ -243,14 +243,8 @@ def render(spec: JobSpec, settings: PageSettings) -> str:
     index = "$((SGE_TASK_ID - 1))" if spec.is_array else "0"
     warned = spec.warning_seconds is not None
     notified = warned and settings.notify
-    body = script.body(
-        spec.tasks,
-        warned=warned,
-        on_warned_failure="campaign_requeue=1" if warned and spec.requeue else None,
-        outputs=spec.outputs,
-        preconditions=spec.preconditions,
-        task_preconditions=spec.task_preconditions,
-    )
+    requeue = "campaign_requeue=1" if warned and spec.requeue else None
+    body = script.spec_body(spec, warned=warned, on_warned_failure=requeue)
     if body[-1] != 'exit "$campaign_status"':  # script.body's last line, replaced by _ending
         raise CampaignError(message="runner.script.body no longer ends in its exit line")
     return "\n".join(

@@ -148,13 +148,7 @@ def render(spec: JobSpec) -> str:
             f"cd {shlex.quote(spec.workdir)}",
             f'export {TASK_INDEX}="${{{TASK_INDEX}:-0}}"',
             *(f"export {k}={shlex.quote(v)}" for k, v in sorted(spec.env.items())),
-            *script.body(
-                spec.tasks,
-                warned=spec.warning_seconds is not None,
-                outputs=spec.outputs,
-                preconditions=spec.preconditions,
-                task_preconditions=spec.task_preconditions,
-            ),
+            *script.spec_body(spec, warned=spec.warning_seconds is not None),
             "",
         ]
     )

@@ -251,13 +251,7 @@ def render(spec: JobSpec) -> str:
             f'export {TASK_INDEX}="${{PBS_ARRAY_INDEX:-0}}"',
             *env,
             *_warning_timer(spec),
-            *script.body(
-                spec.tasks,
-                warned=spec.warning_seconds is not None,
-                outputs=spec.outputs,
-                preconditions=spec.preconditions,
-                task_preconditions=spec.task_preconditions,
-            ),
+            *script.spec_body(spec, warned=spec.warning_seconds is not None),
             "",
         ]
     )

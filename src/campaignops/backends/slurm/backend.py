@@ -206,14 +206,7 @@ def render(spec: JobSpec) -> str:
                 f"export {_valid('environment name', k)}={shlex.quote(v)}"
                 for k, v in sorted(spec.env.items())
             ),
-            *script.body(
-                spec.tasks,
-                warned=warned,
-                on_warned_failure=requeue,
-                outputs=spec.outputs,
-                preconditions=spec.preconditions,
-                task_preconditions=spec.task_preconditions,
-            ),
+            *script.spec_body(spec, warned=warned, on_warned_failure=requeue),
             "",
         ]
     )
