@@ -56,11 +56,13 @@ def _staged(word: str | None) -> bool:
     return word is not None and word.startswith('"${CAMPAIGN_OUT}"/')
 
 
-def case(*commands: str, outputs: Sequence[str | None] = ()) -> str:
+def case(*commands: str, outputs: Sequence[str | None] = (), configs: Sequence[str] = ()) -> str:
     """The task dispatch for ``commands``: one branch per index, each in the background; a
-    task with an output (given as the shell word the script holds) sets it first."""
+    task with a config fingerprint exports it, a task with an output (given as the shell word
+    the script holds) sets it first."""
     branches = "".join(
         f"  {i})\n"
+        + (f"    export CAMPAIGN_CONFIG={configs[i]}\n" if configs else "")
         + (f"    campaign_output={outputs[i]}\n" if outputs and outputs[i] is not None else "")
         + (MARK if outputs and outputs[i] is not None and not _staged(outputs[i]) else "")
         + f"    ( {c}\n    ) &\n    ;;\n"

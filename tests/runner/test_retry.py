@@ -68,6 +68,18 @@ def test_max_attempts_counts_the_first_attempt() -> None:
     assert _pending(_ledger(first, second, third), T0) == ([], [])
 
 
+def test_a_retry_within_the_second_of_its_original_is_its_latest_attempt() -> None:
+    # Both submitted in one second (the scheduler's stamps have whole seconds), the retry's
+    # random ledger id before the original's: the done retry is still the latest attempt, so
+    # nothing is submitted again (it was, about one run in two, by the PBS contract replay).
+    original = _job("L9", ["a"], {"0": OOM}, state="OUT_OF_MEMORY")
+    retried = _job("L0", ["a"], {"0": DONE}, attempt=2, state="COMPLETED")
+    retried[0]["retry_of"] = ["L9"]
+    book = _ledger(original, retried)
+    assert _pending(book, T0) == ([], [])
+    assert ledger.latest_attempts(book.jobs, "production")["a"].state == "COMPLETED"
+
+
 def test_a_later_submission_of_the_target_ends_the_chain() -> None:
     oom = _job("L1", ["a"], {"0": OOM}, state="OUT_OF_MEMORY")
     again = _job("L2", ["a"], {"0": DONE}, state="COMPLETED")

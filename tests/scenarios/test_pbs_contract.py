@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,6 +85,9 @@ def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, ru
         for cfg in ("baseline", "wide")
         for task in ("reconstruction", "segmentation")
     ]
+    # Each task is told its target's config fingerprint (what the smoke gate compares).
+    configs = re.findall(r"export CAMPAIGN_CONFIG=(sha256:[0-9a-f]{64})\n", shown_script(dry.out))
+    assert len(set(configs)) == 4, shown_script(dry.out)
     assert shown_script(dry.out) == (
         "#!/bin/bash\n"
         "#PBS -N pb.example.smoke\n"
@@ -107,7 +111,7 @@ def test_dry_run_shows_the_script_qsub_would_take_contract_replay(camp: Path, ru
         "export CAMPAIGN_STAGE=smoke\n"
         + OUTPUT_INIT
         + TRAPS
-        + case(*commands, outputs=outputs)
+        + case(*commands, outputs=outputs, configs=configs)
         + WAIT
         + OUTPUT_CHECK
         + EXIT

@@ -181,10 +181,16 @@ class Job:
         """Seconds between start and end: recorded, else derived from the timestamps."""
         return _duration(self.number("run_time_s"), self.text("started"), self.text("ended"))
 
-    def sort_key(self) -> tuple[dt.datetime, str]:
-        """Submission time (the first record's time until one is known), then ledger_id."""
+    def sort_key(self) -> tuple[dt.datetime, int, str]:
+        """Submission time (the first record's time until one is known), then the attempt, then
+        ledger_id. Times have whole seconds (a scheduler's stamp): a retry submitted within the
+        second of the job it retries must still come after it, or the index, the retry rule and
+        ``--failed`` read the old failure as the target's latest and submit it again (a random
+        ledger id put it first about one time in two). ``attempt`` is LIGHT: no record decoded."""
         when = parse_time(self.text("submitted")) or parse_time(self.first_time)
-        return (when or _NEVER, self.ledger_id)
+        attempt = self.record.get("attempt")
+        n = attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 1
+        return (when or _NEVER, n, self.ledger_id)
 
     def shown_key(self) -> tuple[dt.datetime, tuple[tuple[int, int | str], ...]]:
         """How views order jobs: by submission time, then by job id read naturally (``old2``

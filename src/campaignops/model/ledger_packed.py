@@ -21,7 +21,7 @@ from typing import Any
 LIGHT = frozenset(
     {
         "kind", "backend", "stage", "state", "job_id", "error", "outcome", "submitted",
-        "exit_code", "manifest", "charge", "placement",
+        "exit_code", "manifest", "charge", "placement", "attempt",
     }
 )  # fmt: skip
 

@@ -48,8 +48,8 @@ from campaignops.model.ledger_index import Index
 from campaignops.model.ledger_packed import Packed, dump
 
 SNAPSHOT_AFTER = 2000  # lines: below this, parsing is cheaper than writing a snapshot
-SNAPSHOT_FILE = "campaignops/ledger-snapshot.v2"  # in the git directory
-FORMAT = "campaignops ledger snapshot 2"
+SNAPSHOT_FILE = "campaignops/ledger-snapshot.v3"  # in the git directory
+FORMAT = "campaignops ledger snapshot 3"
 RACY_NS = 2_000_000_000  # a file this recent is compared by content, not trusted by its stat
 
 
