@@ -18,7 +18,10 @@ Run = Callable[[Sequence[str] | None, TextIO, TextIO], int]
 NO_SDK = "campaign mcp needs the Model Context Protocol SDK, which is not installed"
 NO_SDK_HINT = "pip install 'campaignops[mcp]' (the optional extra), then run campaign mcp again"
 NO_COMMAND = "no command to judge: no COMMAND argument and the standard input is a terminal"
-NO_COMMAND_HINT = "campaign guard 'sbatch job.sh', or pipe a PreToolUse hook's JSON to it"
+NO_COMMAND_HINT = "campaign guard 'git push --force', or pipe a PreToolUse hook's JSON to it"
+# The scheduler words guard denies come from the registered backends (gitops/guard.py).
+RAW_WORDS = ", ".join(sorted(guard.RAW_SUBMIT | guard.RAW_CANCEL))
+ALLOCATION_WORDS = ", ".join(sorted(guard.ALLOCATIONS))
 
 
 def _guard(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -79,8 +82,8 @@ def register(
         help="allow or deny an agent's proposed shell command (a PreToolUse hook)",
         description="Read a coding agent's proposed shell command (the COMMAND argument, or a "
         "Claude Code PreToolUse hook's JSON on standard input) and allow or deny it. Denied, "
-        "with the campaign command to use instead: sbatch and qsub, scancel and qdel, srun "
-        "outside an allocation, provider teardown (vastai destroy, runpodctl remove, Lambda "
+        f"with the campaign command to use instead: the schedulers' own submit and cancel "
+        f"commands ({RAW_WORDS}), {ALLOCATION_WORDS} outside an allocation, provider teardown (vastai destroy, runpodctl remove, Lambda "
         "terminate), a forced git push, and campaign submit --override. Wrappers are read "
         "through: && ; | and $( ), NAME=value prefixes, env/sudo/timeout, bash -c, eval, "
         "ssh HOST ....",

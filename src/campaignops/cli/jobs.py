@@ -297,8 +297,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "cancel",
         help="cancel a recorded job (or some of its targets) through its backend",
         description="Cancel a job recorded in the ledger: print the last 20 lines of each "
-        "selected task's log, cancel through the job's backend (scancel, qdel, the local "
-        "executor) and append a cancel record to .campaign/ledger.jsonl. campaign status "
+        "selected task's log, cancel through the job's backend (its scheduler's own cancel "
+        "command, or the local executor) and append a cancel record to .campaign/ledger.jsonl. campaign status "
         "--refresh then shows CANCELLED.",
         epilog="exit codes: 0 cancelled, 1 the backend refused, 2 unknown job or target, a job "
         "that already ended, or an unreachable backend.",

@@ -66,8 +66,8 @@ class Outcome:
 # command that refuses it is one that cannot answer here, not a request to fix.
 QUERY_REFUSED_HINT = (
     "the {program} here cannot answer for this backend: a client with no reachable controller "
-    "or no configuration, or another scheduler's command of that name (Grid Engine's qstat for "
-    "a PBS page); run this on the backend's submit host (its backend page says which), or "
+    "or no configuration, or another scheduler's command of that name (two schedulers may "
+    "ship one name); run this on the backend's submit host (its backend page says which), or "
     "submit to a backend this machine reaches (--backend local)"
 )
 
