@@ -37,12 +37,18 @@ def _status_md(root: Path) -> str:
     return (root / "STATUS.md").read_text(encoding="utf-8")
 
 
-def test_a_smoke_of_an_older_config_says_so_until_it_is_smoked_again(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+def _smoked(camp: Path, run) -> Life:  # type: ignore[no-untyped-def]
+    """The campaign with t1's smoke COMPLETED (configs/one.yaml: lr 0.1)."""
     life = Life(root=camp, backend="local", run=run)
     life.write("configs/one.yaml", "lr: 0.1\n", commit=False)
     life.write("manifests/one.yaml", ONE)
     assert life.submit("manifests/one.yaml", "smoke").code == 0
     assert life.wait().state == "COMPLETED"
+    return life
+
+
+def test_a_smoke_of_an_older_config_says_so_until_it_is_smoked_again(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
+    life = _smoked(camp, run)
     assert "COMPLETED (" in _row(_status_md(camp), "t1")
     assert OLDER not in _status_md(camp)
 
@@ -74,11 +80,7 @@ def test_a_smoke_of_an_older_config_says_so_until_it_is_smoked_again(camp: Path,
 def test_a_re_smoke_after_a_config_edit_runs_the_cell_again(camp: Path, run) -> None:  # type: ignore[no-untyped-def]
     # The example task skips a cell it finds finished (a resumed queue must not redo work); a
     # finished cell of the old config is not one: a fix commit's re-smoke must run it.
-    life = Life(root=camp, backend="local", run=run)
-    life.write("configs/one.yaml", "lr: 0.1\n", commit=False)
-    life.write("manifests/one.yaml", ONE)
-    assert life.submit("manifests/one.yaml", "smoke").code == 0
-    assert life.wait().state == "COMPLETED"
+    life = _smoked(camp, run)
     metrics = camp / "runs/smoke/one/t1/metrics.json"
     first = json.loads(metrics.read_text(encoding="utf-8"))
     assert first["campaign_config"], first  # the fingerprint submit exported to the task
