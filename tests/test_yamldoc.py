@@ -290,6 +290,18 @@ def test_a_text_loaded_again_is_not_parsed_again_and_each_caller_owns_its_tree(
     assert yamldoc.load(text, path="other.yaml")["failures"][0]["id"] == "memo-test-entry"
 
 
+def test_a_kept_text_with_an_alias_keeps_its_sharing_and_each_copy_is_its_own() -> None:
+    # The kept tree is copied by hand (dicts and lists) unless a node is shared, as an alias
+    # shares it: then deepcopy, which keeps the sharing the alias limits were measured with.
+    text = "base: &b {cpus: 1, tags: [a]}\nsmoke: *b\nplain: {x: [1, 2.5, true, null]}\n"
+    yamldoc.load(text, path="m.yaml")
+    kept = yamldoc.load(text, path="m.yaml")
+    copied = yamldoc.load(text, path="m.yaml")
+    assert copied["smoke"] is copied["base"] and copied["base"] is not kept["base"]
+    copied["plain"]["x"].append("mine")
+    assert yamldoc.load(text, path="m.yaml")["plain"] == {"x": [1, 2.5, True, None]}
+
+
 def test_a_text_that_failed_fails_again_naming_its_own_path() -> None:
     text = "a: [1, 2\n"
     for path in ("one.yaml", "two.yaml"):

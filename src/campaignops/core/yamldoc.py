@@ -16,6 +16,7 @@ recursion), which finds the first collection past MAX_DEPTH with its line and co
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import re
 import threading
 from collections import OrderedDict
@@ -48,6 +49,7 @@ _LOADED_MAX = 16
 _LOADED_MAX_CHARS = 512 * 1024
 _LOADED_LOCK = threading.Lock()  # ssh queries run in threads
 _NOT_KEPT = object()
+_IMMUTABLE = frozenset({str, int, float, bool, bytes, dt.date, dt.datetime})
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -181,15 +183,38 @@ def load(text: str, *, path: str, line_offset: int = 0) -> Any:
         if kept is not _NOT_KEPT:
             _LOADED.move_to_end(text)
     if kept is not _NOT_KEPT:
-        return copy.deepcopy(kept)
+        return _copied(kept)
     data = _load(text, path=path, line_offset=line_offset)
     if len(text) <= _LOADED_MAX_CHARS and _seen_before(text):
-        kept = copy.deepcopy(data)
+        kept = _copied(data)
         with _LOADED_LOCK:
             _LOADED[text] = kept
             if len(_LOADED) > _LOADED_MAX:
                 _LOADED.popitem(last=False)
     return data
+
+
+def _copied(data: Any) -> Any:
+    """A tree of the caller's own, several times faster than deepcopy: dicts and lists are
+    copied, immutable nodes kept; a node an alias shares, or of another kind, and deepcopy
+    copies it all (keeping the sharing the alias limits were measured with)."""
+    try:
+        return _tree(data, set())
+    except TypeError:
+        return copy.deepcopy(data)
+
+
+def _tree(node: Any, seen: set[int]) -> Any:
+    if type(node) is dict or type(node) is list:
+        if id(node) in seen:
+            raise TypeError("shared")
+        seen.add(id(node))
+        if isinstance(node, list):
+            return [_tree(v, seen) for v in node]
+        return {k: _tree(v, seen) for k, v in node.items()}
+    if node is None or type(node) in _IMMUTABLE:
+        return node
+    raise TypeError(type(node).__name__)
 
 
 def _seen_before(text: str) -> bool:
