@@ -289,3 +289,33 @@ def test_status_md_that_cannot_be_rendered_after_submitting_is_a_warning(camp: P
     assert "submitted life.example.smoke as job local-" in done.out
     assert "STATUS.md was not re-rendered" in done.err and "run: campaign render" in done.err
     assert "Traceback" not in done.err
+
+
+def test_a_scheduler_answer_its_backend_cannot_read_is_unreachable_not_a_crash(
+    new_campaign,  # type: ignore[no-untyped-def]
+    run,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # Grid Engine's qstat, with a running cell, answers PBS's `qstat -f -F json` with its own
+    # queue listing and exit 0 (seen in the suite, where a Grid Engine cell runs): not JSON from the
+    # PBS page's scheduler. A dry run says the backend cannot be reached (the same hint as a
+    # refusal), and a submit refuses it before anything is written.
+    root = new_campaign(
+        "silent", "backends=generic-pbs,local", "smoke_backend=local", "require_pushed=no"
+    )
+    bindir = tmp_path / "silent-bin"
+    bindir.mkdir()
+    listing = "queuename                      qtype resv/used/tot. load_avg arch          states"
+    (bindir / "qstat").write_text(f"#!/bin/sh\necho '{listing}'\nexit 0\n")
+    (bindir / "qstat").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    argv = ["submit", "manifests/example.yaml", "--stage", "smoke", "--backend", "generic-pbs"]
+    dry = run(*argv, "--dry-run")
+    assert dry.code == 2, dry.out + dry.err
+    assert "not checked: this machine cannot reach backend generic-pbs" in dry.out, dry.out
+    assert "qstat printed no JSON" in dry.out and "#PBS -N " in dry.out
+    real = run(*argv)
+    assert real.code == 2 and "cannot reach backend generic-pbs: qstat printed" in real.err
+    assert "two schedulers may ship one name" in real.err and "Traceback" not in real.err
+    assert ledger.read(root).jobs == ()

@@ -69,6 +69,14 @@ class SchedulerRejected(CampaignError):
     exit_code = 1
 
 
+class SchedulerOutputError(CampaignError):
+    """A scheduler command printed what its backend cannot read (each backend's own subclass
+    names the command): on a submit host, a damaged answer; elsewhere often another
+    scheduler's command of the same name."""
+
+    exit_code = 2
+
+
 class OutcomeUnknown(CampaignError):
     """A submission call timed out or failed in a way that may follow acceptance: the
     scheduler may have queued the job, or not. Never retried (a retry could queue it twice);

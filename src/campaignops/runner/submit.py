@@ -82,7 +82,9 @@ def _reach(
         return be.parse_live(call(argv).stdout), None
     except scheduler.SchedulerUnavailable as exc:
         why, hint = exc.message, exc.hint
-    except scheduler.SchedulerRejected as exc:
+    except (scheduler.SchedulerRejected, scheduler.SchedulerOutputError) as exc:
+        # Refused, or answered in a form its backend cannot read (Grid Engine's qstat, exit 0,
+        # where a PBS page is used): either way not this backend's scheduler answering here.
         why, hint = exc.message, QUERY_REFUSED_HINT.format(program=scheduler.program(argv))
     if dry_run:
         return None, why

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from campaignops.core.errors import CampaignError
+from campaignops.backends.command import SchedulerOutputError
 
 MAX_TASKS = 1_000_000  # Grid Engine's max_aj_tasks default is 75,000: past this it is no answer
 _RANGE = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9})(?::([0-9]{1,9}))?)?")
 
 
-class GridEngineOutputError(CampaignError):
+class GridEngineOutputError(SchedulerOutputError):
     """qsub, qstat or qacct printed something this backend cannot read."""
 
     exit_code = 2

@@ -25,7 +25,7 @@ from datetime import datetime, timezone, tzinfo
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.core.errors import CampaignError
+from campaignops.backends.command import SchedulerOutputError
 from campaignops.model import walltime
 from campaignops.model.jobspec import JobState
 from campaignops.model.states import FINISHED, worst
@@ -63,7 +63,7 @@ _EXIT = {
 }
 
 
-class PbsOutputError(CampaignError):
+class PbsOutputError(SchedulerOutputError):
     """qsub or qstat printed something this backend cannot read."""
 
     exit_code = 2

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from types import MappingProxyType
 
-from campaignops.core.errors import CampaignError
+from campaignops.backends.command import SchedulerOutputError
 from campaignops.model.jobspec import JobState
 from campaignops.model.states import FINISHED
 from campaignops.model.states import worst as spec_worst
@@ -54,7 +54,7 @@ NUMBER = "[0-9]{1,10}"
 _JOB_ID = re.compile(rf"({NUMBER})(?:_(?:({NUMBER})|\[[^\]]*\]))?(?:\+[0-9]+)?(?:\.(.+))?")
 
 
-class SlurmOutputError(CampaignError):
+class SlurmOutputError(SchedulerOutputError):
     """sbatch, sacct or squeue printed something the Slurm backend cannot read."""
 
 
