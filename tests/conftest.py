@@ -234,20 +234,6 @@ MARKER_FIXTURES = {"slurm": "slurm_cluster", "ssh": "ssh_boxes", "gridengine": "
 # (`campaign new` and two smokes). xdist hands out the largest groups first, so the suite's
 # longest test (2,000 fuzzed inputs, ~130 s of CPU) starts at once instead of late, where it
 # was the run's tail.
-# Modules with tests of 9-25 s (pytest --durations on the 2-core machine, 2026-11-28), which
-# run as single work units: handed out first.
-LONG_MODULES = frozenset(
-    {
-        "tests/scenarios/test_docs_commands.py",
-        "tests/test_faults_scheduler.py",
-        "tests/test_imports.py",
-        "tests/test_faults.py",
-        "tests/scenarios/test_scheduler_faults.py",
-        "tests/scenarios/test_first_contact.py",
-        "tests/remote/test_idle.py",
-        "tests/test_review_render_inert.py",
-    }
-)
 MODULE_GROUPS = {
     "tests/template/test_ci_runs.py": "ci-runs",
     "tests/test_fuzz_campaign.py": "fuzz-campaign",
@@ -270,15 +256,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
         for group in groups:
             if item.get_closest_marker(group) is None:
                 item.add_marker(getattr(pytest.mark, group))
-    # Stable: the `late` tests keep their order, after all the others; before them, the
-    # longest tests that run alone first, so none of them starts last and leaves the other
-    # workers idle while it finishes (longest-first, the classic fix for a tail).
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("late") is not None,
-            item.nodeid.split("::")[0] not in LONG_MODULES,
-        )
-    )
+    # Stable: the `late` tests keep their order, after all the others.
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)
     yield
 
 
