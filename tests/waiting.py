@@ -11,6 +11,7 @@ minute).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -52,7 +53,17 @@ def until(
 
 def _job(root: Path, ledger_id: str | None) -> ledger.Job:
     jobs = ledger.read(root)
-    return jobs.by_id[ledger_id] if ledger_id else jobs.jobs[-1]
+    return jobs.by_id[ledger_id or newest(root)]
+
+
+def newest(root: Path) -> str:
+    """The ledger id of the newest submission: the last intent in the file. Not
+    ``jobs[-1]``: two submissions within one second are ordered by their random ledger ids."""
+    for line in reversed((root / ".campaign/ledger.jsonl").read_text("utf-8").splitlines()):
+        record = json.loads(line) if line.strip() else {}
+        if record.get("kind") == "intent":
+            return str(record["ledger_id"])
+    raise AssertionError(f"no submission in {root}/.campaign/ledger.jsonl")
 
 
 def _local_state(root: Path, job: ledger.Job) -> Callable[[], str] | None:
