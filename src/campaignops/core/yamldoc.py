@@ -16,7 +16,6 @@ recursion), which finds the first collection past MAX_DEPTH with its line and co
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import re
 import threading
 from collections import OrderedDict
@@ -49,7 +48,7 @@ _LOADED_MAX = 16
 _LOADED_MAX_CHARS = 512 * 1024
 _LOADED_LOCK = threading.Lock()  # ssh queries run in threads
 _NOT_KEPT = object()
-_IMMUTABLE = frozenset({str, int, float, bool, bytes, dt.date, dt.datetime})
+_IMMUTABLE = frozenset({str, int, float, bool})  # what the JSON-shaped fast loader builds
 
 _Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
