@@ -70,6 +70,9 @@ def test_a_hung_scheduler_is_a_bounded_wait_and_an_honest_exit(
     small: Path, run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(scheduler, "TIMEOUT_S", 1.0)
+    # The retries' own delays (1, 2, 4 s) are tests/runner/test_scheduler.py's subject; here
+    # they would only make each hung query wait 7 s more.
+    monkeypatch.setattr(scheduler, "BASE_DELAY_S", 0.01)
     fake = _fake_bin(tmp_path, monkeypatch)
     breaches = Breaches()
     before = (small / LEDGER).read_bytes()

@@ -125,6 +125,9 @@ def test_a_scheduler_command_that_cannot_answer_is_not_checked_in_a_dry_run_and_
     )
     bindir = _failing(tmp_path, command, message)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    # A refused connection is retried (1, 2, 4 s apart, tests/runner/test_scheduler.py): the
+    # answer is the same each time, so the delays only make the test wait.
+    monkeypatch.setattr(scheduler, "BASE_DELAY_S", 0.01)
     argv = ["submit", "manifests/example.yaml", "--stage", "smoke", "--backend", backend]
     dry = run(*argv, "--dry-run")
     assert dry.code == 2, dry.out + dry.err

@@ -132,7 +132,7 @@ def call(
     argv: Sequence[str],
     *,
     attempts: int = ATTEMPTS,
-    base_delay: float = BASE_DELAY_S,
+    base_delay: float | None = None,
     run: Runner = _run,
     sleep: Callable[[float], None] = time.sleep,
     submission: bool = False,
@@ -140,7 +140,8 @@ def call(
     answered: frozenset[int] = frozenset(),
     unsent: re.Pattern[str] = UNSENT,
 ) -> Call:
-    """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …); raise otherwise.
+    """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …; base defaults
+    to BASE_DELAY_S as it is when called); raise otherwise.
     An exit status in ``answered`` with something on stdout is an answer (a partial one).
 
     A query that times out is retried like a transient error. A ``submission`` is retried only
@@ -183,7 +184,7 @@ def call(
         elif not retryable.search(last):
             raise _refused(argv, proc.returncode, last)
         if attempt < attempts:
-            sleep(base_delay * 2 ** (attempt - 1))
+            sleep((BASE_DELAY_S if base_delay is None else base_delay) * 2 ** (attempt - 1))
     raise SchedulerUnavailable(
         message=f"{program(argv)} failed {attempts} times: {last}",
         hint="the scheduler is down or overloaded; nothing was submitted — try again later",
