@@ -140,8 +140,7 @@ def call(
     answered: frozenset[int] = frozenset(),
     unsent: re.Pattern[str] = UNSENT,
 ) -> Call:
-    """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …; base defaults
-    to BASE_DELAY_S as it is when called); raise otherwise.
+    """Run ``argv``; retry transient failures (delays base, 2×base, 4×base …); raise otherwise.
     An exit status in ``answered`` with something on stdout is an answer (a partial one).
 
     A query that times out is retried like a transient error. A ``submission`` is retried only
