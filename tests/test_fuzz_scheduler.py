@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from campaignops.backends import command as scheduler
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.local import machine as local
 from campaignops.backends.pbs import backend as pbs
 from campaignops.backends.slurm import accounting as sacct
@@ -227,7 +228,7 @@ LOCAL = st.one_of(
 )
 @example(out='{"jobs": [{"job_id": "j", "state": "RUNNING", "task": "x"}]}')
 def test_a_local_executor_answer_reads_or_raises_local_backend_error(out: str) -> None:
-    states = _only(local.LocalBackendError, lambda: local.parse_states([out]))
+    states = _only(localjob.LocalBackendError, lambda: local.parse_states([out]))
     if states is not None:
         _typed(states)
-    _only(local.LocalBackendError, lambda: local.parse_siblings(out))
+    _only(localjob.LocalBackendError, lambda: local.parse_siblings(out))

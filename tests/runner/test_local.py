@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.local import jobfiles as localjobs
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
@@ -151,7 +152,7 @@ def test_render_array_with_cap_dependency_limit_and_warning() -> None:
         + EXIT
     )
     assert SWEEP.time_s == 95400  # D-HH:MM: hours first, as the manifest schema says
-    assert local.parse_directives(local.render(SWEEP)).time_s == 95400
+    assert localjob.parse_directives(local.render(SWEEP)).time_s == 95400
 
 
 def test_render_single_job_has_no_array_dependency_or_limit() -> None:
@@ -195,7 +196,7 @@ def test_render_single_job_limit_is_hours_minutes() -> None:
         + WAIT
         + EXIT
     )
-    assert local.parse_directives(local.render(job)).time_s == 1200
+    assert localjob.parse_directives(local.render(job)).time_s == 1200
 
 
 def test_render_refuses_a_time_that_is_not_a_walltime() -> None:
@@ -206,8 +207,8 @@ def test_render_refuses_a_time_that_is_not_a_walltime() -> None:
 
 def test_a_directive_time_out_of_range_is_refused() -> None:
     script = "#!/bin/bash\n#LOCAL --job-name=x\n#LOCAL --chdir=/w\n#LOCAL --time=00:60:00\ntrue\n"
-    with pytest.raises(local.LocalBackendError, match="minutes 60 is over 59"):
-        local.parse_directives(script)
+    with pytest.raises(localjob.LocalBackendError, match="minutes 60 is over 59"):
+        localjob.parse_directives(script)
 
 
 @pytest.mark.parametrize(
@@ -220,7 +221,7 @@ def test_a_directive_time_out_of_range_is_refused() -> None:
 )
 def test_render_refuses_what_cannot_be_a_script(change: dict[str, Any], words: str) -> None:
     job = JobSpec(**{"name": "c.t.smoke", "workdir": "/w", "tasks": ("true",), **change})
-    with pytest.raises(local.LocalBackendError) as info:
+    with pytest.raises(localjob.LocalBackendError) as info:
         local.render(job)
     assert words in str(info.value)
 
@@ -232,7 +233,7 @@ def test_render_refuses_every_line_separator_in_a_directive(separator: str) -> N
     # parse_directives splits as str.splitlines: a U+2028 in an id cut the job name short.
     name = f"c.wi{separator}de.smoke"
     job = JobSpec(name=name, workdir="/w", tasks=("true",))
-    with pytest.raises(local.LocalBackendError) as info:
+    with pytest.raises(localjob.LocalBackendError) as info:
         local.render(job)
     assert str(info.value) == (
         f"job {name!r}: job-name {name!r} cannot be one #LOCAL line\n"
@@ -255,7 +256,7 @@ def test_submit_refuses_unknown_directive_and_unknown_parent(root: Path, tmp_pat
     assert localstate.list_jobs(root) == []
     assert local.parse_job_id("local-12-0a9fe3\n") == "local-12-0a9fe3"
     assert local.parse_job_id("local-12\n") == "local-12"  # ids from before the random part
-    with pytest.raises(local.LocalBackendError):
+    with pytest.raises(localjob.LocalBackendError):
         local.parse_job_id("Traceback (most recent call last):")
 
 
@@ -318,9 +319,9 @@ def test_a_failing_task_fails_its_array_with_its_exit_code(root: Path, tmp_path:
     assert result.started is not None and result.ended is not None
     assert result.started.endswith("+00:00") and result.ended >= result.started
     # How an array's state folds: the worst task, with its exit code.
-    assert local.fold([("FAILED", 2), ("TIMEOUT", 143), ("COMPLETED", 0)]) == ("TIMEOUT", 143)
-    assert local.fold([("FAILED", 7), ("CANCELLED", None)]) == ("CANCELLED", 7)
-    assert local.fold([("COMPLETED", 0), ("RUNNING", None)]) == ("RUNNING", None)
+    assert localjob.fold([("FAILED", 2), ("TIMEOUT", 143), ("COMPLETED", 0)]) == ("TIMEOUT", 143)
+    assert localjob.fold([("FAILED", 7), ("CANCELLED", None)]) == ("CANCELLED", 7)
+    assert localjob.fold([("COMPLETED", 0), ("RUNNING", None)]) == ("RUNNING", None)
 
 
 def test_afterok_child_starts_only_after_its_parent_completed(root: Path, tmp_path: Path) -> None:
@@ -470,7 +471,7 @@ def test_an_executor_dead_before_its_first_write_reads_as_node_fail(
     monkeypatch.setattr(sys, "executable", "/bin/false")
     job_id = localjobs.submit(root, script)
     monkeypatch.undo()
-    pid = int((root / job_id / local.STARTED_BY).read_text())
+    pid = int((root / job_id / localjob.STARTED_BY).read_text())
     wait_until("the executor to exit", lambda: not localstate.alive(pid))
     assert not (root / job_id / "state.json").exists()
     assert query(root, job_id)[job_id].state == "NODE_FAIL"
@@ -508,7 +509,7 @@ def test_a_submit_killed_before_it_started_the_executor_leaves_no_job_pending(
     submit_proc.kill()
     submit_proc.wait()
     submit_proc.stdout.close()  # type: ignore[union-attr]
-    assert not (root / job_id / local.STARTED_BY).exists()
+    assert not (root / job_id / localjob.STARTED_BY).exists()
     assert query(root, job_id)[job_id].state == "NODE_FAIL"
     subprocess.run(local.cancel_argv([job_id], state_root=str(root)), check=True)
     assert query(root, job_id)[job_id].state == "CANCELLED"

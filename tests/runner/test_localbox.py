@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from campaignops.backends.local import backend as localbackend
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.local import gpu as localbox
 from campaignops.backends.local import machine as local
 from campaignops.model import manifest_keys
@@ -80,7 +81,7 @@ def test_a_gpu_list_renders_the_box_executors_script_in_full(tmp_path: Path) -> 
     assert localbox.is_box_script(script)
     assert localbox.settings_of(script) == {"conda": "torch", "gpus": [0, 1]}
     # The #LOCAL parser skips the #LOCALBOX lines: no afterok of a foreign id reaches it.
-    assert local.parse_directives(script).after == ()
+    assert localjob.parse_directives(script).after == ()
 
 
 def test_no_gpu_list_keeps_localexec(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_no_gpu_list_keeps_localexec(tmp_path: Path) -> None:
     assert be.render(plain) == local.render(plain)
     path = tmp_path / "job.sh"
     path.write_text(be.render(plain))
-    assert be.submit_argv(str(path))[2] == local.EXECUTOR
+    assert be.submit_argv(str(path))[2] == localjob.EXECUTOR
     path.write_text(be.render(SPEC))
     assert be.submit_argv(str(path))[2:4] == [localbox.HELPER, "submit"]
 
@@ -112,7 +113,7 @@ def test_box_keys_without_a_gpu_list_are_refused_not_ignored(tmp_path: Path) -> 
         tasks=("bash a",),
         box=BoxSettings(conda="torch", gpu_free_threshold_mib=800),
     )
-    with pytest.raises(local.LocalBackendError) as caught:
+    with pytest.raises(localjob.LocalBackendError) as caught:
         backend(tmp_path).render(conda_only)
     assert caught.value.message == (
         "job 'demo.a.smoke' has no GPU list here, so localexec would run it and ignore conda, "
@@ -123,9 +124,9 @@ def test_box_keys_without_a_gpu_list_are_refused_not_ignored(tmp_path: Path) -> 
 def test_each_id_goes_to_its_own_executor(tmp_path: Path) -> None:
     be = backend(tmp_path)
     argvs = be.query_argvs(["local-3-abcdef", "local-gpu-4-012345_1"])
-    assert [a[2:4] for a in argvs] == [[local.EXECUTOR, "status"], [localbox.HELPER, "status"]]
+    assert [a[2:4] for a in argvs] == [[localjob.EXECUTOR, "status"], [localbox.HELPER, "status"]]
     assert argvs[1][-1] == "local-gpu-4-012345_1"
-    assert be.cancel_argv(["local-3-abcdef"])[2] == local.EXECUTOR
+    assert be.cancel_argv(["local-3-abcdef"])[2] == localjob.EXECUTOR
     assert be.cancel_argv(["local-3-abcdef", "local-gpu-4-012345"])[2:4] == [
         localbox.HELPER,
         "cancel",

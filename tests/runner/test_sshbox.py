@@ -11,7 +11,7 @@ import pytest
 
 from campaignops.backends import charging
 from campaignops.backends import registry as backends
-from campaignops.backends.local import machine as local
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.ssh import backend as sshbox
 from campaignops.backends.ssh import selfstop
 from campaignops.backends.ssh import submit as sshsubmit
@@ -191,10 +191,10 @@ def test_the_manifests_box_keys_reach_job_json(monkeypatch: pytest.MonkeyPatch) 
         "oom_attempts": 3,
         "oom_delay_s": 60.0,
     }
-    assert local.parse_directives(script).size == 2  # the local parser skips the line
+    assert localjob.parse_directives(script).size == 2  # the local parser skips the line
     box = Instance(name="a", host="h", workdir="/w", gpus=(0, 1, 2, 3))
     doc = sshsubmit.job_document(
-        local.parse_directives(script), "ssh-1-abcdef", [0, 1], box, [], "/w",
+        localjob.parse_directives(script), "ssh-1-abcdef", [0, 1], box, [], "/w",
         settings=settings, oom_patterns=["(?i)CUDA out of memory"],
     )  # fmt: skip
     assert (doc["gpus"], doc["gpu_free_threshold_mib"], doc["conda"], doc["oom_retry"]) == (
@@ -205,7 +205,7 @@ def test_the_manifests_box_keys_reach_job_json(monkeypatch: pytest.MonkeyPatch) 
     )
     # No GPU list in the manifest: the instance's; no catalog matcher: no retry on the box.
     bare = sshsubmit.job_document(
-        local.parse_directives(script), "ssh-1-abcdef", [0], box, [], "/w",
+        localjob.parse_directives(script), "ssh-1-abcdef", [0], box, [], "/w",
         settings={"oom_attempts": 3}, oom_patterns=[],
     )  # fmt: skip
     assert (bare["gpus"], bare["oom_retry"], bare["conda"]) == ([0, 1, 2, 3], None, None)
@@ -213,7 +213,7 @@ def test_the_manifests_box_keys_reach_job_json(monkeypatch: pytest.MonkeyPatch) 
 
 def test_job_json_carries_the_directives_and_the_box(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sshsubmit, "now", lambda: "2026-11-24T10:00:00+00:00")
-    directives = local.parse_directives(SCRIPT)
+    directives = localjob.parse_directives(SCRIPT)
     box = Instance(name="a", host="h", workdir="/w", gpus=(0, 1))
     doc = sshsubmit.job_document(
         directives, "ssh-1-abcdef", [0, 2], box, ["ssh-0-abcdef"], "/w/c/x"

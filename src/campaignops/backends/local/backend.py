@@ -14,13 +14,13 @@ from typing import Any
 from campaignops.backends import base as backend_base
 from campaignops.backends import command as scheduler
 from campaignops.backends.local import gpu as localbox
+from campaignops.backends.local.directives import LocalBackendError
 from campaignops.backends.local.machine import (
     NAME,
     PARTIAL_ANSWER,
     STATE_DIR,
     TRANSIENT,
     UNSENT,
-    LocalBackendError,
     cancel_argv,
     log_path,
     parse_job_id,

@@ -41,8 +41,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from campaignops.backends.local.directives import EXECUTOR
 from campaignops.backends.local.jobfiles import cancel, run, submit
-from campaignops.backends.local.machine import EXECUTOR
 from campaignops.backends.local.state import jobs, view
 from campaignops.core.errors import CampaignError
 from campaignops.model.states import FINISHED

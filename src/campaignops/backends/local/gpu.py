@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends import jobids
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.local import jobfiles as localjobs
 from campaignops.backends.local import machine as local
 from campaignops.backends.local import state as localstate
@@ -117,7 +118,7 @@ def settings_of(script: str) -> dict[str, Any]:
     except ValueError:
         found = None
     if not isinstance(found, dict) or not found.get("gpus"):
-        raise local.LocalBackendError(
+        raise localjob.LocalBackendError(
             message=f"the script's {BOX.strip()} line is not a JSON object with gpus",
             hint="render it with campaignops.backends.local.gpu.render",
         )
@@ -142,7 +143,7 @@ def _start(jobdir: Path) -> dict[str, Any]:
         answer = None
     if out.returncode != 0 or not isinstance(answer, dict) or "error" in answer:
         why = answer.get("error") if isinstance(answer, dict) else (out.stdout + out.stderr)
-        raise local.LocalBackendError(
+        raise localjob.LocalBackendError(
             message=f"the box executor did not start {jobdir.name}: {str(why).strip()[:300]}",
             hint=f"see {jobdir}/executor.log",
         )
@@ -152,12 +153,12 @@ def _start(jobdir: Path) -> dict[str, Any]:
 def submit(root: Path, script_path: Path, *, backend: str = "local") -> str:
     """Write the job directory under ``root`` (.campaign/local/box) and start its executor."""
     text = script_path.read_text(encoding="utf-8")
-    d = local.parse_directives(text)
+    d = localjob.parse_directives(text)
     settings = settings_of(text)
     after = [p for p in (_line(text, AFTER) or "").split(",") if p]
     strangers = [p for p in after if not (is_box_id(p) and (root / p / "job.json").is_file())]
     if strangers:
-        raise local.LocalBackendError(
+        raise localjob.LocalBackendError(
             message=f"job {d.name}: afterok parents {', '.join(strangers)} are not local GPU "
             "jobs of this checkout",
             hint="a job under the box executor waits only for local-gpu-… jobs: give the "
@@ -247,11 +248,11 @@ def cancel(state: Path, ids: Sequence[str]) -> None:
         base, _, index = ref.partition("_")
         jobdir = state / BOX_DIR / base
         if not (jobdir / "job.json").is_file():
-            raise local.LocalBackendError(message=f"no local GPU job {base} under {state}")
+            raise localjob.LocalBackendError(message=f"no local GPU job {base} under {state}")
         try:
             commands.cmd_cancel(jobdir, index or None)
         except BoxError as exc:
-            raise local.LocalBackendError(message=exc.message, hint=exc.hint) from None
+            raise localjob.LocalBackendError(message=exc.message, hint=exc.hint) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from campaignops.backends import jobids
-from campaignops.backends.local.machine import (
+from campaignops.backends.local.directives import (
     JOB_ID,
     STARTED_BY,
     Directives,

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from campaignops.backends.local.machine import JOB_ID, STARTED_BY, fold
+from campaignops.backends.local.directives import JOB_ID, STARTED_BY, fold
 from campaignops.model.states import FINISHED, STATES
 from campaignops.remote import records
 from campaignops.remote.jobstate import damaged, held

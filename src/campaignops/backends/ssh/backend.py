@@ -36,6 +36,7 @@ from typing import Any
 
 from campaignops.backends import base as backend_base
 from campaignops.backends import command as scheduler
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.local import machine as local
 from campaignops.backends.ssh.answers import index_of
 from campaignops.backends.ssh.instances import of_page
@@ -180,7 +181,7 @@ def fold(tasks: Mapping[int, JobState]) -> tuple[str, int | None]:
     if not states or all(s == "UNKNOWN" for s in states):
         return "UNKNOWN", None
     if all(s in FINISHED for s in states):
-        return local.fold([(t.state, t.exit_code) for t in tasks.values()])
+        return localjob.fold([(t.state, t.exit_code) for t in tasks.values()])
     if all(s == "PENDING" for s in states):
         return "PENDING", None
     return "RUNNING", None

@@ -33,7 +33,7 @@ from typing import Any
 
 from campaignops.backends import base as backend_base
 from campaignops.backends import jobids
-from campaignops.backends.local import machine as local
+from campaignops.backends.local import directives as localjob
 from campaignops.backends.ssh import afterok as sshafter
 from campaignops.backends.ssh import link as sshlink
 from campaignops.backends.ssh import placement as sshplaced
@@ -97,7 +97,7 @@ def deal(
 
 
 def job_document(
-    d: local.Directives,
+    d: localjob.Directives,
     job_id: str,
     indices: Sequence[int],
     box: Instance,
@@ -232,7 +232,7 @@ def _parents(root: Path, backend: str, after: Sequence[str]) -> dict[str, dict[s
 class _Start:
     """What every box's start of one job shares."""
 
-    directives: local.Directives
+    directives: localjob.Directives
     job_id: str
     commit: str
     campaign: str
@@ -317,7 +317,7 @@ def _start_on(
 
 def submit(root: Path, backend: str, script_path: Path) -> dict[str, Any]:
     script = script_path.read_text(encoding="utf-8")
-    d = local.parse_directives(script)
+    d = localjob.parse_directives(script)
     after = after_of(script)
     words = d.comment.split()
     if len(words) != 2:
