@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from campaignops.core.errors import CampaignError
 from campaignops.model import walltime
@@ -37,9 +36,10 @@ class LocalBackendError(CampaignError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Directives:
-    """What the executor needs to know of a job, read back from its ``#LOCAL`` lines."""
+class Directives(NamedTuple):
+    """What the executor needs to know of a job, read back from its ``#LOCAL`` lines. A typed
+    named tuple, not a dataclass: every executor, query and submit process reads it, and
+    ``dataclasses`` (with ``inspect``) would be the largest import of their start."""
 
     name: str
     workdir: str
