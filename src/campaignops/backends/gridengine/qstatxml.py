@@ -23,8 +23,6 @@ _RANGE = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9})(?::([0-9]{1,9}))?)?")
 class GridEngineOutputError(SchedulerOutputError):
     """qsub, qstat or qacct printed something this backend cannot read."""
 
-    exit_code = 2
-
 
 @dataclass(frozen=True)
 class Live:

@@ -66,8 +66,6 @@ _EXIT = {
 class PbsOutputError(SchedulerOutputError):
     """qsub or qstat printed something this backend cannot read."""
 
-    exit_code = 2
-
 
 def _seconds(clock: str) -> int:
     """qstat's ``HH:MM:SS`` (hours past 24 kept) in seconds."""
