@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import secrets
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ def allocate(state: Path, *, prefix: str, used: Callable[[], Iterable[int]], mak
         fcntl.flock(fd, fcntl.LOCK_EX)
         text = os.pread(fd, 32, 0).decode("ascii").strip()
         n = max(int(text) if text.isdigit() else 1, max(used(), default=0) + 1)
-        job_id = f"{prefix}{n}-{secrets.token_hex(3)}"
+        job_id = f"{prefix}{n}-{os.urandom(3).hex()}"  # = secrets.token_hex(3), lighter to import
         if make_dir:
             (state / job_id).mkdir()
         os.ftruncate(fd, 0)

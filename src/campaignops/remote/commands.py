@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import shlex
@@ -215,6 +214,10 @@ def cmd_cancel(jobdir: Path, tasks: str | None) -> dict[str, Any]:
 
 
 def digest(path: Path) -> dict[str, Any]:
+    # Imported here: only `outputs` hashes, and hashlib (OpenSSL) is ~3 ms of every start of
+    # this executor and of the local one (status, submit, cancel …), which never hash.
+    import hashlib
+
     sha = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
