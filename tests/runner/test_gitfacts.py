@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from campaignops.core import yamldoc
+from campaignops.core import gitcli, yamldoc
 from campaignops.core.route import Route, route
 from campaignops.model.policy import Policy, from_data
-from campaignops.runner import gitcalls, gitfacts
+from campaignops.runner import gitfacts
 from campaignops.runner.committed import committed
 from campaignops.runner.gitfacts import ASSUME_UNCHANGED, SKIP_WORKTREE, blob_id
 from tests.conftest import git
@@ -333,7 +333,7 @@ def test_the_number_of_git_calls_does_not_grow_with_the_paths(
         calls.append(argv)
         return real(argv, **kwargs)
 
-    monkeypatch.setattr(gitcalls.subprocess, "run", counting)
+    monkeypatch.setattr(gitcli.subprocess, "run", counting)
     few = gitfacts.repo_facts(repo, PATHS)
     n_few = len(calls)
     many = (*PATHS, *(f"configs/c{i}.yaml" for i in range(300)), "configs/missing.yaml")

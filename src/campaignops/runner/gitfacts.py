@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from campaignops.core import gitcli
 from campaignops.core.route import route
 from campaignops.runner import gitcalls
 
@@ -100,7 +101,7 @@ def _pointers(top: Path, entries: Iterable[gitcalls.Entry]) -> dict[str, tuple[s
     shas = sorted({e.sha for e in entries if e.size <= POINTER_MAX})
     if not shas:
         return {}
-    out = gitcalls.run(top, "cat-file", "--batch", stdin="".join(s + "\n" for s in shas).encode())
+    out = gitcli.run(top, "cat-file", "--batch", stdin="".join(s + "\n" for s in shas).encode())
     found: dict[str, tuple[str, int]] = {}
     at = 0
     while at < len(out):
@@ -138,7 +139,7 @@ def _converted(
     if not files:
         return frozenset()
     data = b"".join(os.fsencode(q) + b"\n" for q in files)
-    ids = gitcalls.run(top, "hash-object", "--stdin-paths", stdin=data).decode().split()
+    ids = gitcli.run(top, "hash-object", "--stdin-paths", stdin=data).decode().split()
     stored = dict(zip(files, ids, strict=True))
     return frozenset(
         rel for rel, qs in quiet.items() if all(stored.get(q) == tree[q].sha for q in qs)
@@ -149,7 +150,7 @@ def _flags(top: Path, specs: Sequence[str]) -> dict[str, str]:
     """Index entries whose changes git status does not look at ("S": skip-worktree, a
     lowercase tag: assume-unchanged)."""
     out: dict[str, str] = {}
-    for entry in gitcalls.fields(gitcalls.run(top, "ls-files", "-v", "-z", "--", *specs)):
+    for entry in gitcli.fields(gitcli.run(top, "ls-files", "-v", "-z", "--", *specs)):
         tag, rel = entry[:1], entry[2:]
         kind = SKIP_WORKTREE if tag == "S" else ASSUME_UNCHANGED if tag.islower() else None
         if kind:
