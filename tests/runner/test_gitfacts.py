@@ -339,9 +339,10 @@ def test_the_number_of_git_calls_does_not_grow_with_the_paths(
     many = (*PATHS, *(f"configs/c{i}.yaml" for i in range(300)), "configs/missing.yaml")
     facts = gitfacts.repo_facts(repo, many)
     assert len(few.tracked) == 4 and len(facts.tracked) == 304
-    # status, ls-tree, ls-files; check-ignore only once a path is not in HEAD.
-    assert n_few == 3 and len(calls) - n_few == 4
-    assert calls[-1][-4:] == ["check-ignore", "-v", "-z", "--stdin"]
+    # The work tree's top, status, HEAD, ls-tree, ls-files, the branch, its remote (none here)
+    # and the remotes; check-ignore only once a path is not in HEAD.
+    assert n_few == 8 and len(calls) - n_few == 9
+    assert [argv[-4:] for argv in calls].count(["check-ignore", "-v", "-z", "--stdin"]) == 1
 
 
 def test_a_campaign_in_a_subdirectory_with_a_config_shared_above(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from campaignops.core import layout
+from campaignops.core import gitrefs, layout
 from campaignops.core.errors import UsageError, YamlSyntaxError
 from campaignops.core.files import FileReader
 from campaignops.model import policy as policy_mod
@@ -42,8 +42,6 @@ class CheckContext:
         .changed_files); None without ``base`` (a full run: every file counts as touched)."""
         if self.base is None:
             return None
-        from campaignops.core import gitrefs  # GitPython loads only when --base is used
-
         return gitrefs.changed_files(self.root, ref=self.base)
 
     def is_touched(self, rel: str) -> bool:
@@ -146,13 +144,10 @@ def build(
             kinds.add(layout.SCRIPT)
         for kind in kinds:
             files.setdefault(kind, []).append(rel)
-    if base == "HEAD":
-        from campaignops.core import gitrefs
-
-        # The first commit of a repository (copier copy, git init, pre-commit install, commit):
-        # there is no HEAD to compare with, and everything is new, so this is a full check.
-        if gitrefs.unborn_head(root):
-            base = None
+    # The first commit of a repository (copier copy, git init, pre-commit install, commit):
+    # there is no HEAD to compare with, and everything is new, so this is a full check.
+    if base == "HEAD" and gitrefs.unborn_head(root):
+        base = None
     return CheckContext(
         root=root,
         policy=policy,

@@ -16,7 +16,6 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from campaignops.core import gitcli
 from campaignops.core.route import route
@@ -238,54 +237,54 @@ def _differing(
     return dirty, quiet
 
 
-def _upstream(repo: Any, head: str) -> tuple[str | None, str | None, bool | None]:
-    """The branch, its upstream, and whether the upstream (as last fetched) holds HEAD."""
-    import git  # already imported by repo_facts: the name only
+def _config(top: Path, key: str) -> str | None:
+    proc = gitcli.call(top, "config", "--get", key)  # exit 1: not set
+    return os.fsdecode(proc.stdout).rstrip("\n") if proc.returncode == 0 else None
 
-    if repo.head.is_detached:
+
+def _upstream(top: Path, head: str) -> tuple[str | None, str | None, bool | None]:
+    """The branch, its upstream, and whether the upstream (as last fetched) holds HEAD. The
+    upstream is the branch's configured remote and merge ref, ``<remote>/<branch>``, whether
+    or not it was ever fetched (then it does not hold HEAD)."""
+    symbolic = gitcli.call(top, "symbolic-ref", "-q", "HEAD")
+    if symbolic.returncode != 0:  # detached
         return None, None, None
-    remote = repo.active_branch.tracking_branch()
-    if remote is None:
-        return repo.active_branch.name, None, None
-    try:
-        repo.git.merge_base("--is-ancestor", head, remote.path)
-        contains = True
-    except git.GitCommandError:  # exit 1: not an ancestor; 128: ref never fetched
-        contains = False
-    return repo.active_branch.name, remote.name, contains
+    branch = os.fsdecode(symbolic.stdout).strip().removeprefix("refs/heads/")
+    remote = _config(top, f"branch.{branch}.remote")
+    merge = _config(top, f"branch.{branch}.merge") if remote is not None else None
+    if remote is None or merge is None:
+        return branch, None, None
+    upstream = f"{remote}/{merge.removeprefix('refs/heads/')}"
+    # exit 1: not an ancestor; 128: the ref was never fetched
+    held = gitcli.call(top, "merge-base", "--is-ancestor", head, f"refs/remotes/{upstream}")
+    return branch, upstream, held.returncode == 0
 
 
-def _open(root: Path) -> tuple[Any, _Checkout] | None:
-    """The repository holding ``root`` and where the campaign sits in it; None: no repository
-    (or a bare one)."""
-    import git  # GitPython's import is slow: only pay for it when submitting
-
-    try:
-        repo = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+def _open(root: Path) -> _Checkout | None:
+    """Where the campaign sits in the working tree holding it; None: in none (no repository,
+    or a bare one)."""
+    top = gitcli.toplevel(root)
+    if top is None:
         return None
-    if repo.working_tree_dir is None:
-        return None
-    top = Path(repo.working_tree_dir).resolve()
-    return repo, _Checkout(top=top, prefix=root.resolve().relative_to(top).as_posix())
+    return _Checkout(top=top, prefix=root.resolve().relative_to(top).as_posix())
 
 
 def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
     """Read what the committed gate needs from git, for ``paths`` relative to the campaign
     root. The remote-tracking branch is taken as last fetched or pushed: no network."""
-    opened = _open(root)
-    if opened is None:
+    co = _open(root)
+    if co is None:
         return RepoFacts(is_repo=False)
-    repo, co = opened
     dirty, untracked, ignored = _listed(co)
-    if not repo.head.is_valid():
+    resolved = gitcli.call(co.top, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    if resolved.returncode != 0:  # no commit yet (or HEAD names a missing one)
         return RepoFacts(
             is_repo=True,
             dirty=frozenset(dirty),
             untracked=frozenset(untracked),
             ignored=frozenset(ignored),
         )
-    head = repo.head.commit.hexsha
+    head = resolved.stdout.decode("ascii").strip()
     routes = {rel: route(co.top, co.lead + rel) for rel in dict.fromkeys(paths)}
     outside = {
         rel: (posixpath.relpath(r.links[-1], co.prefix) if r.links else rel, r.escape)
@@ -309,7 +308,7 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
     converted = _converted(co.top, quiet, tree)
     strays = {routes[rel].real or "": rel for rel in reads if rel not in held}
     rules = {strays[q]: rule for q, rule in gitcalls.ignore_rules(co.top, sorted(strays)).items()}
-    branch, upstream, contains = _upstream(repo, head)
+    branch, upstream, contains = _upstream(co.top, head)
     return RepoFacts(
         is_repo=True,
         head=head,
@@ -326,5 +325,5 @@ def repo_facts(root: Path, paths: Iterable[str]) -> RepoFacts:
         local_rules=gitcalls.local_rules(co.top, co.lead, sorted(ignored)) if ignored else {},
         upstream=upstream,
         upstream_contains_head=contains,
-        remotes=tuple(sorted(r.name for r in repo.remotes)),
+        remotes=tuple(sorted(os.fsdecode(gitcli.run(co.top, "remote")).split())),
     )
