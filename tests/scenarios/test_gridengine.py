@@ -53,15 +53,16 @@ jobs:
   - {id: waiting, cmd: "sleep 300"}
 """
 
-# Each task holds 300 MB for 4 s: the execd samples its vmem (maxvmem) while it runs.
+# Each task holds 300 MiB for 8 s: the execd samples its vmem (maxvmem) while it runs. A 4 s
+# hold once left one task's maxvmem at 286159 KiB, below the array, on a loaded machine.
 HEAVY = """\
 backend: generic-gridengine
 resources: {time: "00:05:00", mem: 4G}
 max_parallel: 3
 jobs:
-  - {id: h1, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(4)'"}
-  - {id: h2, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(4)'"}
-  - {id: h3, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(4)'"}
+  - {id: h1, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(8)'"}
+  - {id: h2, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(8)'"}
+  - {id: h3, cmd: "python3 -c 'import time; b = bytearray(300 << 20); time.sleep(8)'"}
 """
 
 
