@@ -17,20 +17,31 @@ from campaignops.core.errors import GitError
 _NO_WORK_TREE = ("not a git repository", "must be run in a work tree", "cannot change to")
 
 
-def call(top: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """One git command in ``top``, whatever its exit; ``run`` when only success will do."""
+def call(
+    top: Path, *args: str, stdin: bytes | None = None, config: Sequence[str] = ()
+) -> subprocess.CompletedProcess[bytes]:
+    """One git command in ``top``, whatever its exit; ``run`` when only success will do.
+    ``config``: ``name=value`` settings for this command only (``git -c``)."""
     # Literal pathspecs: a campaign directory named "a*b" is a name, not a pattern (check-ignore
     # reads paths from stdin, and refuses the option).
     literal = [] if args[0] == "check-ignore" else ["--literal-pathspecs"]
     # HEAD's own objects: a local `git replace` would show another tree under HEAD's id, one
     # no clone holds (refs/replace/ is not pushed by default).
-    argv = ["git", *literal, "--no-replace-objects", "--no-optional-locks", "-C", str(top), *args]
+    settings = [word for setting in config for word in ("-c", setting)]
+    argv = ["git", *literal, "--no-replace-objects", "--no-optional-locks", *settings]
+    argv += ["-C", str(top), *args]
     env = {**os.environ, "LC_ALL": "C"}  # read now: tests and hooks change the environment
     return subprocess.run(argv, input=stdin, capture_output=True, check=False, env=env)
 
 
-def run(top: Path, *args: str, stdin: bytes | None = None, ok: Sequence[int] = (0,)) -> bytes:
-    proc = call(top, *args, stdin=stdin)
+def run(
+    top: Path,
+    *args: str,
+    stdin: bytes | None = None,
+    ok: Sequence[int] = (0,),
+    config: Sequence[str] = (),
+) -> bytes:
+    proc = call(top, *args, stdin=stdin, config=config)
     if proc.returncode not in ok:
         raise GitError(
             message=f"git {args[0]} failed in {top}: "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from campaignops.core import gitcli
 from campaignops.core.errors import CampaignError, UsageError
 from campaignops.generate import answers as answers_mod
 
@@ -171,19 +172,19 @@ RENDERERS: Mapping[str, Callable[[Path, Path, Mapping[str, str]], None]] = {
 
 
 def _first_commit(dest: Path, answers: Mapping[str, str]) -> str:
-    import git
-
-    repo = git.Repo.init(dest, initial_branch="main")
-    repo.git.add(A=True)
-    with repo.config_reader() as cfg:
-        has_identity = cfg.has_option("user", "email")
-    actor = None if has_identity else git.Actor(answers["owner_name"], answers["owner_email"])
-    commit = repo.index.commit(
-        f"New campaign {answers['campaign_slug']} (campaignops template)",
-        author=actor,
-        committer=actor,
-    )
-    return str(commit.hexsha)
+    """``git init`` on main, everything added, one commit; its id. The owner's name and e-mail
+    sign it where git has no identity of its own; it is never signed with a key (a new
+    campaign's first commit should not wait on a passphrase)."""
+    gitcli.run(dest, "init", "-q", "--initial-branch=main")
+    gitcli.run(dest, "add", "-A")
+    has_identity = gitcli.call(dest, "config", "--get", "user.email").returncode == 0
+    owner = [f"user.name={answers['owner_name']}", f"user.email={answers['owner_email']}"]
+    message = f"New campaign {answers['campaign_slug']} (campaignops template)"
+    # The repository's own hooks only (what `git init` copied), not a global core.hooksPath.
+    settings = ["commit.gpgSign=false", "core.hooksPath=.git/hooks"]
+    settings += [] if has_identity else owner
+    gitcli.run(dest, "commit", "-q", "-m", message, config=settings)
+    return gitcli.run(dest, "rev-parse", "HEAD").decode("ascii").strip()
 
 
 def generate(
