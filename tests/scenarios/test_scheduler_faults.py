@@ -215,6 +215,8 @@ def test_a_lost_sbatch_reply_queues_one_job_that_the_refresh_adopts(
     name = "life.nap.smoke"
     try:
         first = life.submit("manifests/nap.yaml", "smoke")
+        # No calls file: sbatch was never reached, or the real sbatch under the fake failed.
+        assert (state / "calls").exists(), first.out + first.err
         calls = (state / "calls").read_text().split("\n")[:-1]
         assert len(calls) == 1 and calls[0].startswith("lost "), calls  # never retried
         (job,) = life.jobs()
