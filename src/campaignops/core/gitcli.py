@@ -1,6 +1,7 @@
 """git's command line, one call at a time: literal pathspecs, the repository's own objects, no
-optional locks. The runner's git facts (runner/gitcalls.py, runner/gitfacts.py) and the reads at
-a ``--base`` ref (core/gitrefs.py) go through here.
+optional locks. The runner's git facts (runner/gitcalls.py, runner/gitfacts.py), the reads at
+a ``--base`` ref (core/gitrefs.py) and ``campaign new``'s first commit (generate/new.py) go
+through here.
 """
 
 from __future__ import annotations
