@@ -6,7 +6,6 @@ of CPU, paid by every commit's hook (``campaign check --base HEAD``) (docs/decis
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from campaignops.core import gitcli
@@ -41,16 +40,9 @@ def _commit(top: Path, ref: str) -> str:
 def unborn_head(root: Path) -> bool:
     """True when ``root`` is in a git repository with no commit yet (HEAD names no commit)."""
     try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            timeout=30,
-        )
-        inside = subprocess.run(
-            ["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        inside = gitcli.call(root, "rev-parse", "--git-dir")
+        done = gitcli.call(root, "rev-parse", "--verify", "--quiet", "HEAD")
+    except OSError:  # no git here: then no repository either
         return False
     return inside.returncode == 0 and done.returncode != 0
 
